@@ -1,0 +1,52 @@
+"""What a student sees: check failures as short messages (no traceback) and tensor summaries."""
+
+from __future__ import annotations
+
+import torch
+
+
+class CheckFailed(Exception):
+    """A check found a mistake. Its message names the mistake and shows expected vs got.
+
+    IPython renders `_render_traceback_` instead of a traceback, so the student sees only the
+    message, while nbgrader still sees an error output and scores the cell zero.
+    """
+
+    headline = "✗ {grade_id}"
+
+    def __init__(self, message: str, *, grade_id: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.grade_id = grade_id
+
+    def __str__(self) -> str:
+        head = self.headline.format(grade_id=self.grade_id or "check")
+        return f"{head}: {self.message}"
+
+    def _render_traceback_(self) -> list[str]:
+        return str(self).splitlines()
+
+
+class NotDoneYet(CheckFailed):
+    """The exercise still holds its stub, or something it needs is not defined yet."""
+
+    headline = "… {grade_id} is not done yet"
+
+
+def describe(value: object) -> str:
+    """A one-line summary of a value for feedback: type, shape and (short) values."""
+    if isinstance(value, torch.Tensor):
+        shape = tuple(value.shape)
+        flat = value.detach().flatten()
+        shown = ", ".join(f"{v:.4g}" for v in flat[:6].tolist())
+        more = ", …" if flat.numel() > 6 else ""
+        if value.dim() == 0:
+            return f"tensor({shown}) (0-d, shape ())"
+        return f"tensor([{shown}{more}]) shape {shape}"
+    if isinstance(value, tuple | list):
+        kind = type(value).__name__
+        inner = ", ".join(describe(v) for v in value[:4])
+        more = ", …" if len(value) > 4 else ""
+        return f"{kind} of {len(value)}: [{inner}{more}]"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

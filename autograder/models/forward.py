@@ -1,0 +1,55 @@
+"""Reference copies of the forward-hook notebook's models: Add (seed course) and seed 003's MLP."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def make_add() -> nn.Module:
+    """A fresh `Add` module: forward(x1, x2) returns torch.add(x1, x2)."""
+
+    class Add(nn.Module):
+        def forward(self, x1, x2):
+            return torch.add(x1, x2)
+
+    return Add()
+
+
+def make_mlp(input_size: int = 100, hidden_size: int = 200, num_classes: int = 10) -> nn.Module:
+    """Seed 003's two-layer MLP: fc1, ReLU, fc2."""
+
+    class Net(nn.Module):
+        def __init__(self, input_size, hidden_size, num_classes):
+            super().__init__()
+            self.fc1 = nn.Linear(input_size, hidden_size)
+            self.relu = nn.ReLU()
+            self.fc2 = nn.Linear(hidden_size, num_classes)
+
+        def forward(self, x):
+            return self.fc2(self.relu(self.fc1(x)))
+
+    return Net(input_size, hidden_size, num_classes)
+
+
+def make_probe_add() -> nn.Module:
+    """An Add that records how many forward hooks were registered while its forward ran."""
+
+    class ProbeAdd(nn.Module):
+        hooks_seen = 0
+
+        def forward(self, x1, x2):
+            self.hooks_seen = len(self._forward_hooks)
+            return torch.add(x1, x2)
+
+    return ProbeAdd()
+
+
+def make_double() -> nn.Module:
+    """A one-input module (forward returns x * 2), for hook-order and bypass experiments."""
+
+    class Double(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    return Double()
