@@ -1,5 +1,5 @@
-"""The course on disk: where solutions, student notebooks and runtime folders live, and which
-assignments exist. Mirrors nbgrader_config.py at the repo root."""
+"""The course on disk, as nbgrader sees it: solutions/ is the source, notebooks/ the release, and
+submitted/, autograded/, feedback/ and gradebook.db the runtime part (see nbgrader_config.py)."""
 
 from __future__ import annotations
 
@@ -9,38 +9,64 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nbformat import NotebookNode
+
+from autograder import notebooks
+
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions"
-NOTEBOOKS = ROOT / "notebooks"
-SAMPLES = ROOT / "samples"
-GRADEBOOK_URL = f"sqlite:///{ROOT / 'gradebook.db'}"
 
 
-def assignments() -> list[str]:
+def gradebook_url(root: Path) -> str:
+    return f"sqlite:///{root / 'gradebook.db'}"
+
+
+def assignments(root: Path = ROOT) -> list[str]:
     """Every assignment: a folder of solutions/ holding a notebook of the same name."""
-    return sorted(p.parent.name for p in SOLUTIONS.glob("*/*.ipynb") if p.stem == p.parent.name)
+    found = (root / "solutions").glob("*/*.ipynb")
+    return sorted(p.parent.name for p in found if p.stem == p.parent.name)
 
 
-def nbgrader(*args: str, root: Path = ROOT, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the stock nbgrader command line in `root` (which holds an nbgrader_config.py)."""
+def notebook_path(folder: str, assignment: str, root: Path = ROOT) -> Path:
+    return root / folder / assignment / f"{assignment}.ipynb"
+
+
+def nbgrader(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the stock nbgrader command line in `root`, which holds an nbgrader_config.py."""
     env = dict(os.environ)
-    # nbgrader starts `alembic` by name: the environment's own bin folder must come first.
+    # nbgrader starts `alembic` by name: this environment's bin folder must come first.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     command = [sys.executable, "-m", "nbgrader", *args]
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
-    if check and result.returncode != 0:
+    if result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{result.stdout}{result.stderr}")
     return result
 
 
-def build(names: list[str] | None = None, *, db_url: str = GRADEBOOK_URL) -> list[Path]:
-    """Generate the student notebooks in notebooks/ from solutions/ with `nbgrader
-    generate_assignment`, which also records the source cells in the gradebook at `db_url`."""
-    written = []
-    for name in names or assignments():
-        target = NOTEBOOKS / name
+def build(names: list[str] | None = None, *, root: Path = ROOT, db_url: str | None = None) -> None:
+    """Generate notebooks/<a>/ from solutions/<a>/ with `nbgrader generate_assignment`, which
+    also records the source and test cells in the gradebook that autograde restores them from."""
+    for name in names or assignments(root):
+        target = root / "notebooks" / name
         if target.exists():
             shutil.rmtree(target)
-        nbgrader("generate_assignment", name, "--force", f"--db={db_url}")
-        written.append(target / f"{name}.ipynb")
-    return written
+        db = f"--db={db_url or gradebook_url(root)}"
+        nbgrader("generate_assignment", name, "--force", db, root=root)
+
+
+def submit(nb: NotebookNode, student: str, assignment: str, root: Path = ROOT) -> Path:
+    """Place a notebook where `nbgrader collect` would: submitted/<student>/<assignment>/."""
+    path = notebook_path(f"submitted/{student}", assignment, root)
+    notebooks.write(nb, path)
+    return path
+
+
+def answered_notebook(answers_text: str, assignment: str, root: Path = ROOT) -> NotebookNode:
+    """The student notebook of `assignment` with an answer file's sections filled in."""
+    student_nb = notebooks.read(notebook_path("notebooks", assignment, root))
+    return notebooks.fill_answers(student_nb, notebooks.parse_answers(answers_text))
+
+
+def autograde(assignment: str, *, root: Path = ROOT, db_url: str | None = None) -> None:
+    """Grade every submission of `assignment` with stock `nbgrader autograde`."""
+    db = f"--db={db_url or gradebook_url(root)}"
+    nbgrader("autograde", assignment, "--force", db, root=root)

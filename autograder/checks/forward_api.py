@@ -17,6 +17,14 @@ def _double_first(s: Student, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tenso
     require_arity(pre_hook, "double_x1", "double_x1(module, input)", 2)
     add = make_add()
     a, b = x1.clone(), x2.clone()
+    returned = s.call("double_x1(module, (x1, x2))", pre_hook, add, (a, b))
+    if returned is not None and not (isinstance(returned, tuple) and len(returned) == 2):
+        raise CheckFailed(
+            f"double_x1 returned {describe(returned)}. PyTorch wraps a value that is not a tuple "
+            "into a 1-tuple, so forward would get one argument instead of two: return a tuple "
+            "with one entry per input, `(new_x1, x2)`."
+        )
+    a, b = x1.clone(), x2.clone()
     with add.register_forward_pre_hook(pre_hook):
         output = s.call("add(x1, x2) with double_x1 registered", add, a, b)
     if not (torch.equal(a, x1) and torch.equal(b, x2)):

@@ -1,0 +1,7 @@
+"""`python -m autograder` runs the hooklab command line."""
+
+import sys
+
+from autograder.cli import main
+
+sys.exit(main())

@@ -1,0 +1,85 @@
+"""The `hooklab` command: build the student notebooks, grade the sample class, print the table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from autograder import course, notebooks, report
+
+
+def exercise_order(assignment: str, root: Path) -> list[str]:
+    """The exercises of an assignment, in notebook order: the grade ids of its solution cells."""
+    nb = notebooks.read(course.notebook_path("solutions", assignment, root))
+    return [
+        notebooks.grade_id(cell)
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("solution")
+        and any(
+            notebooks.grade_id(other) == f"{notebooks.grade_id(cell)}_test" for other in nb.cells
+        )
+    ]
+
+
+def submit_samples(root: Path) -> list[str]:
+    """Turn samples/<student>/<assignment>.py answer files into submitted notebooks."""
+    students = sorted(p.name for p in (root / "samples").iterdir() if p.is_dir())
+    for student in students:
+        for assignment in course.assignments(root):
+            answers = root / "samples" / student / f"{assignment}.py"
+            text = answers.read_text(encoding="utf-8") if answers.exists() else ""
+            nb = course.answered_notebook(text, assignment, root)
+            course.submit(nb, student, assignment, root)
+    return students
+
+
+def demo(args: argparse.Namespace) -> int:
+    root = args.root
+    start = time.perf_counter()
+    print("Building the student notebooks (nbgrader generate_assignment) ...", flush=True)
+    course.build(root=root)
+    students = submit_samples(root)
+    names = course.assignments(root)
+    print(f"Submitted {len(students)} sample students x {len(names)} assignments.", flush=True)
+    for assignment in names:
+        print(f"Grading {assignment} (nbgrader autograde) ...", flush=True)
+        course.autograde(assignment, root=root)
+    orders = {a: exercise_order(a, root) for a in names}
+    report.print_tables(course.gradebook_url(root), orders)
+    print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+def build(args: argparse.Namespace) -> int:
+    course.build(args.assignments or None, root=args.root)
+    print("notebooks/ regenerated from solutions/")
+    return 0
+
+
+def table(args: argparse.Namespace) -> int:
+    orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
+    report.print_tables(course.gradebook_url(args.root), orders)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hooklab", description=__doc__)
+    parser.add_argument("--root", type=Path, default=course.ROOT, help="the course folder")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("demo", help="build, grade the bundled sample class, print the table")
+    build_parser = verbs.add_parser("build", help="regenerate notebooks/ from solutions/")
+    build_parser.add_argument("assignments", nargs="*")
+    verbs.add_parser("table", help="print the score table from the gradebook")
+    args = parser.parse_args(argv)
+    handler = {"demo": demo, "build": build, "table": table}[args.verb]
+    try:
+        return handler(args)
+    except RuntimeError as error:
+        print(f"hooklab: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The folder of named submissions and its golden file of expected scores per graded cell."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from autograder import notebooks
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "tests" / "submissions"
+
+
+def cases() -> list[tuple[str, str]]:
+    """Every (assignment, case) with an answer file in tests/submissions/<assignment>/."""
+    return sorted((p.parent.name, p.stem) for p in SUBMISSIONS.glob("*/*.py"))
+
+
+def answers(assignment: str, case: str) -> str:
+    return (SUBMISSIONS / assignment / f"{case}.py").read_text(encoding="utf-8")
+
+
+def graded_points(assignment: str) -> dict[str, float]:
+    """{graded cell id: points}, read from the solution notebook's nbgrader metadata."""
+    nb = notebooks.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"]["points"])
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+def expected_scores(assignment: str, case: str) -> dict[str, float]:
+    """The golden score of every graded cell of the case (0 where the file lists none)."""
+    golden = tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))
+    listed = golden[f"{assignment}/{case}"]
+    return {cell: float(listed.get(cell, 0)) for cell in graded_points(assignment)}
+
+
+def golden_keys() -> dict[str, dict[str, float]]:
+    return tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))

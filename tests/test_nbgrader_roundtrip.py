@@ -1,0 +1,77 @@
+"""The full round trip through the real nbgrader command line, in a copy of the course:
+generate_assignment -> submit as students -> autograde -> read the gradebook."""
+
+import shutil
+
+import pytest
+from golden import ROOT, cases, expected_scores
+from golden import answers as answer_text
+
+from autograder import course, gradebook, notebooks
+
+pytestmark = pytest.mark.nbgrader
+ASSIGNMENTS = course.assignments()
+
+
+@pytest.fixture(scope="module")
+def course_copy(tmp_path_factory):
+    """A throwaway course: nbgrader_config.py and solutions/, student notebooks generated anew."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    course.build(root=root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(course_copy):
+    """Every named submission plus the solution and the untouched student notebook, autograded."""
+    root = course_copy
+    for assignment in ASSIGNMENTS:
+        solution = notebooks.read(course.notebook_path("solutions", assignment, root))
+        course.submit(solution, "solution", assignment, root)
+        untouched = notebooks.read(course.notebook_path("notebooks", assignment, root))
+        course.submit(untouched, "untouched", assignment, root)
+        for case_assignment, case in cases():
+            if case_assignment == assignment:
+                nb = course.answered_notebook(answer_text(assignment, case), assignment, root)
+                course.submit(nb, case, assignment, root)
+        course.autograde(assignment, root=root)
+    db = course.gradebook_url(root)
+    return root, {a: gradebook.scores(db, a) for a in ASSIGNMENTS}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_committed_notebooks_are_what_generate_assignment_makes(course_copy, assignment):
+    fresh = course.notebook_path("notebooks", assignment, course_copy).read_bytes()
+    committed = course.notebook_path("notebooks", assignment).read_bytes()
+    assert fresh == committed, f"notebooks/{assignment} is stale: run `hooklab build`"
+    files = {p.name for p in (course_copy / "notebooks" / assignment).iterdir()}
+    assert files == {p.name for p in (ROOT / "notebooks" / assignment).iterdir()}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_notebook_scores_full_marks(graded, assignment):
+    _, scores = graded
+    cells = scores[assignment]["solution"]
+    assert cells and all(c.score == c.max_score for c in cells), cells
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_untouched_student_notebook_scores_zero_and_says_not_done_yet(graded, assignment):
+    root, scores = graded
+    assert all(cell.score == 0 for cell in scores[assignment]["untouched"])
+    autograded = notebooks.read(course.notebook_path("autograded/untouched", assignment, root))
+    for cell in autograded.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert errors, f"{cell.id} has no error output"
+            text = "\n".join(errors[0].traceback)
+            assert "not done yet" in text and "Traceback" not in text, f"{cell.id}: {text}"
+
+
+@pytest.mark.parametrize(("assignment", "case"), cases(), ids=[f"{a}/{c}" for a, c in cases()])
+def test_named_submission_gets_its_golden_scores(graded, assignment, case):
+    _, scores = graded
+    got = {cell.cell: cell.score for cell in scores[assignment][case]}
+    assert got == expected_scores(assignment, case)
