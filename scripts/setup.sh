@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up Hooklab's Python environment: the active virtualenv/conda env if there is one, else .venv/
+# at the repo root. torch 2.13.0 (CPU) goes in first: any later requirement it satisfies then
+# installs nothing more, where a bare `torch` would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  python="$VIRTUAL_ENV/bin/python"
+elif [ -n "${CONDA_PREFIX:-}" ] && [ "${CONDA_DEFAULT_ENV:-base}" != "base" ]; then
+  python="$CONDA_PREFIX/bin/python"
+else
+  if [ ! -x .venv/bin/python ]; then
+    echo "Creating .venv/ ..."
+    python3 -m venv .venv
+  fi
+  python=.venv/bin/python
+fi
+
+# Re-install only when pyproject.toml changed since the last successful set-up.
+stamp="$("$python" -c 'import sys; print(sys.prefix)')/.hooklab-setup"
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  exit 0
+fi
+
+echo "Installing torch 2.13.0 (CPU) ..."
+"$python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+echo "Installing Hooklab and its dependencies ..."
+"$python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+echo "$wanted" > "$stamp"
+echo "Environment ready: $python"
