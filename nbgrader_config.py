@@ -1,4 +1,4 @@
-"""nbgrader configuration: the repo root is the course, solutions/ the source, notebooks/ the release.
+"""nbgrader configuration: solutions/ is the source and notebooks/ the release of this course.
 
 Run `nbgrader generate_assignment <assignment>` or `nbgrader autograde <assignment>` from the repo
 root. Submissions go to submitted/<student>/<assignment>/, grading output to autograded/ and
