@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     build_parser.add_argument("assignments", nargs="*")
     verbs.add_parser("table", help="print the score table from the gradebook")
     args = parser.parse_args(argv)
+    course.use_environment_bin()
     handler = {"demo": demo, "build": build, "table": table}[args.verb]
     try:
         return handler(args)

@@ -30,13 +30,19 @@ def notebook_path(folder: str, assignment: str, root: Path = ROOT) -> Path:
     return root / folder / assignment / f"{assignment}.ipynb"
 
 
+def use_environment_bin() -> None:
+    """Put this Python environment's bin folder first on PATH: nbgrader's gradebook starts
+    `alembic` by name, which fails when the environment is used without being activated."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def nbgrader(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the stock nbgrader command line in `root`, which holds an nbgrader_config.py."""
-    env = dict(os.environ)
-    # nbgrader starts `alembic` by name: this environment's bin folder must come first.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    use_environment_bin()
     command = [sys.executable, "-m", "nbgrader", *args]
-    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{result.stdout}{result.stderr}")
     return result

@@ -1,0 +1,215 @@
+"""The instructor's class report: one self-contained HTML page of plots and common mistakes."""
+
+from __future__ import annotations
+
+import base64
+import io
+import statistics
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+from autograder.gradebook import by_exercise, scores
+from autograder.reports.diagnostics import Diagnostic, read_failures, top_diagnostics
+from autograder.reports.grades_csv import all_students, number
+
+TOP = 3  # diagnostics shown per exercise
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical-align: top; }
+td.count, td.rate { text-align: right; }
+code { white-space: pre-wrap; }
+figure { margin: 1em 0; }
+.note { color: #666; }
+"""
+
+
+@dataclass
+class AssignmentStats:
+    """What the report shows of one assignment; only students who submitted it count."""
+
+    name: str
+    exercises: list[str]
+    totals: dict[str, float]  # student -> total points
+    max_total: float
+    passed: dict[str, int]  # exercise -> students with full marks on it
+    diagnostics: dict[str, list[Diagnostic]]
+    unreadable: list[str]
+
+
+def assignment_stats(db_url: str, root: Path, name: str, exercises: list[str]) -> AssignmentStats:
+    per_student = scores(db_url, name)
+    totals = {student: sum(c.score for c in cells) for student, cells in per_student.items()}
+    max_total = max((sum(c.max_score for c in cells) for cells in per_student.values()), default=0)
+    passed = dict.fromkeys(exercises, 0)
+    for cells in per_student.values():
+        for exercise, (score, max_score) in by_exercise(cells).items():
+            if exercise in passed and max_score > 0 and score >= max_score - 1e-9:
+                passed[exercise] += 1
+    failures, unreadable = read_failures(root, name)
+    diagnostics = top_diagnostics(failures, TOP)
+    return AssignmentStats(name, exercises, totals, max_total, passed, diagnostics, unreadable)
+
+
+def png(figure: Figure) -> str:
+    """The figure as an <img> tag holding a base64 PNG, rendered with the Agg backend."""
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def histogram(stats: AssignmentStats) -> str:
+    figure = Figure(figsize=(6.4, 3.2), layout="constrained")
+    axes = figure.add_subplot()
+    values = list(stats.totals.values())
+    top = stats.max_total or max(values, default=1.0) or 1.0
+    whole = float(top).is_integer() and all(float(v).is_integer() for v in values)
+    if whole and top <= 40:  # one bar per possible whole score
+        bins = [edge - 0.5 for edge in range(int(top) + 2)]
+    else:
+        bins = [top * i / 20 for i in range(21)]
+    axes.hist(values, bins=bins, color="#4C72B0", edgecolor="white")
+    axes.set_xlim(bins[0], bins[-1])
+    axes.set_xlabel(f"total points (out of {number(top)})")
+    axes.set_ylabel("students")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title(f"{stats.name}: totals of {len(values)} submissions")
+    if not values:
+        axes.text(0.5, 0.5, "no submissions", transform=axes.transAxes, ha="center")
+    return png(figure)
+
+
+def pass_chart(stats: AssignmentStats) -> str:
+    count = len(stats.totals)
+    labels = stats.exercises
+    rates = [stats.passed[e] / count if count else 0.0 for e in labels]
+    figure = Figure(figsize=(6.4, 1.2 + 0.32 * max(len(labels), 1)), layout="constrained")
+    axes = figure.add_subplot()
+    positions = range(len(labels))
+    axes.barh(list(positions), rates, color="#55A868")
+    axes.set_yticks(list(positions), labels)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1)
+    axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+    for position, rate in zip(positions, rates, strict=True):
+        axes.text(min(rate, 0.88) + 0.01, position, f"{rate:.0%}", va="center", fontsize=8)
+    axes.set_title(f"{stats.name}: students with full marks, of {count} submissions")
+    return png(figure)
+
+
+def _figure(data: str, alt: str, caption: str) -> str:
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}">'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
+
+
+def summary(stats: AssignmentStats, class_size: int) -> str:
+    values = list(stats.totals.values())
+    submitted = f"{len(values)} of {class_size} students submitted"
+    if not values:
+        return f'<p class="summary">{submitted}.</p>'
+    mean, median = statistics.mean(values), statistics.median(values)
+    return (
+        f'<p class="summary">{submitted}; total: mean {mean:.2f}, median {median:.2f} '
+        f"of {number(stats.max_total)} points.</p>"
+    )
+
+
+def pass_table(stats: AssignmentStats) -> str:
+    count = len(stats.totals)
+    rows = []
+    for exercise in stats.exercises:
+        passed = stats.passed[exercise]
+        rate = f"{passed}/{count} ({passed / count:.0%})" if count else "–"
+        rows.append(f'<tr><td>{escape(exercise)}</td><td class="rate">{rate}</td></tr>')
+    head = "<tr><th>exercise</th><th>full marks</th></tr>"
+    return f'<table class="pass-rate">{head}{"".join(rows)}</table>'
+
+
+def diagnostics_table(stats: AssignmentStats) -> str:
+    head = (
+        "<tr><th>exercise</th><th>kind</th><th>diagnostic</th>"
+        "<th>students</th><th>example</th></tr>"
+    )
+    rows = []
+    for exercise in stats.exercises + sorted(set(stats.diagnostics) - set(stats.exercises)):
+        found = stats.diagnostics.get(exercise, [])
+        if not found:
+            rows.append(
+                f"<tr><td>{escape(exercise)}</td>"
+                '<td colspan="4" class="note">no failed checks</td></tr>'
+            )
+        for diagnostic in found:
+            rows.append(
+                f"<tr><td>{escape(exercise)}</td><td>{escape(diagnostic.kind)}</td>"
+                f"<td><code>{escape(diagnostic.pattern)}</code></td>"
+                f'<td class="count">{diagnostic.students}</td>'
+                f"<td><code>{escape(diagnostic.example)}</code></td></tr>"
+            )
+    return f'<table class="diagnostics">{head}{"".join(rows)}</table>'
+
+
+def section(stats: AssignmentStats, class_size: int) -> str:
+    name = escape(stats.name)
+    parts = [
+        f'<section id="{name}"><h2>{name}</h2>',
+        summary(stats, class_size),
+        _figure(histogram(stats), f"histogram of {stats.name} totals", "Totals per student."),
+        _figure(
+            pass_chart(stats),
+            f"pass rate per exercise of {stats.name}",
+            "Fraction of the students who submitted that got full marks on each exercise.",
+        ),
+        pass_table(stats),
+        f"<h3>Most frequent diagnostics (top {TOP} per exercise)</h3>",
+        '<p class="note">Numbers and tensor values are shown as # and tensor(…), so the same '
+        "mistake with different random values counts once; each student counts once.</p>",
+        diagnostics_table(stats),
+    ]
+    if stats.unreadable:
+        who = ", ".join(escape(s) for s in stats.unreadable)
+        parts.append(f'<p class="note">Autograded notebooks that could not be read: {who}.</p>')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render(db_url: str, root: Path, assignments: dict[str, list[str]]) -> str:
+    """The whole report as an HTML string (no scripts, no external resources)."""
+    class_size = len(all_students(db_url))
+    sections = [
+        section(assignment_stats(db_url, root, name, exercises), class_size)
+        for name, exercises in assignments.items()
+    ]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            "<title>Hooklab class report</title>",
+            f"<style>{STYLE}</style></head><body>",
+            "<h1>Hooklab class report</h1>",
+            f"<p>{class_size} students in the gradebook.</p>",
+            *sections,
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def write_class_report(
+    db_url: str, root: Path, assignments: dict[str, list[str]], path: Path
+) -> Path:
+    """Write the class report for `assignments` ({assignment: exercise ids in order}) to `path`:
+    per assignment, a histogram of the totals, the pass rate per exercise, and the most frequent
+    diagnostics read from root/autograded/<student>/<assignment>/<assignment>.ipynb."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(db_url, Path(root), assignments), encoding="utf-8")
+    return path

@@ -1,0 +1,5 @@
+# %% tensor_hook_scale
+def double_grad(grad):
+    grad = grad * 2
+
+x1.register_hook(double_grad)
