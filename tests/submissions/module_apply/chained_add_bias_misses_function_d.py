@@ -1,0 +1,37 @@
+# add_bias forgets Function_D; the later tasks are right, so they keep their hidden points.
+# %% apply_init_ones
+def weight_initialization(module):
+    if isinstance(module, (Function_A, Function_B, Function_C, Function_D)):
+        module.W.data.fill_(1.0)
+
+
+returned_module = model.apply(weight_initialization)
+
+# %% apply_add_bias
+def add_bias(module):
+    if isinstance(module, (Function_A, Function_B, Function_C)):
+        module.b = Parameter(torch.rand(2))
+
+
+returned_module = model.apply(add_bias)
+
+# %% apply_init_bias
+def weight_initialization(module):
+    if isinstance(module, (Function_A, Function_B, Function_C, Function_D)):
+        with torch.no_grad():
+            module.W.fill_(1.0)
+            module.b.fill_(1.0)
+
+
+returned_module = model.apply(weight_initialization)
+
+# %% apply_linear
+def linear_transformation(module):
+    def hook(module, input, output):
+        return input[0] @ module.W.T + module.b
+
+    if isinstance(module, (Function_A, Function_B, Function_C, Function_D)):
+        module.register_forward_hook(hook)
+
+
+returned_module = model.apply(linear_transformation)

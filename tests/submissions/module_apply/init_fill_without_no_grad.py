@@ -1,0 +1,17 @@
+# fill_ on a Parameter outside torch.no_grad(): autograd raises RuntimeError.
+# %% apply_add_bias
+def add_bias(module):
+    if isinstance(module, (Function_A, Function_B, Function_C, Function_D)):
+        module.b = Parameter(torch.rand(2))
+
+
+returned_module = model.apply(add_bias)
+
+# %% apply_init_bias
+def weight_initialization(module):
+    if isinstance(module, (Function_A, Function_B, Function_C, Function_D)):
+        module.W.fill_(1.0)
+        module.b.fill_(1.0)
+
+
+returned_module = model.apply(weight_initialization)
