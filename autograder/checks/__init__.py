@@ -1,7 +1,16 @@
 """Ground-truth checks, one per grade id, used by the notebooks' visible and hidden test cells."""
 
 # Importing the modules registers their checks.
-from autograder.checks import apply, backward, forward, forward_api
+from autograder.checks import apply, apply_init, backward, forward, forward_api
 from autograder.checks.registry import check, grade_ids, has_hidden
 
-__all__ = ["apply", "backward", "check", "forward", "forward_api", "grade_ids", "has_hidden"]
+__all__ = [
+    "apply",
+    "apply_init",
+    "backward",
+    "check",
+    "forward",
+    "forward_api",
+    "grade_ids",
+    "has_hidden",
+]
