@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import tomllib
 from pathlib import Path
 
-from autograder import course, notebooks, report
+from autograder import course, notebooks, report, reports
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
@@ -24,15 +25,17 @@ def exercise_order(assignment: str, root: Path) -> list[str]:
 
 
 def submit_samples(root: Path) -> list[str]:
-    """Turn samples/<student>/<assignment>.py answer files into submitted notebooks."""
-    students = sorted(p.name for p in (root / "samples").iterdir() if p.is_dir())
-    for student in students:
+    """Submit the sample class of samples/class.toml: each student hands in, per assignment, a
+    named submission's answer file filled into the student notebook."""
+    roster = tomllib.loads((root / "samples" / "class.toml").read_text(encoding="utf-8"))
+    for student, handed_in in roster.items():
         for assignment in course.assignments(root):
-            answers = root / "samples" / student / f"{assignment}.py"
-            text = answers.read_text(encoding="utf-8") if answers.exists() else ""
+            name = handed_in.get(assignment)
+            answers = root / "tests" / "submissions" / assignment / f"{name}.py"
+            text = answers.read_text(encoding="utf-8") if name else ""
             nb = course.answered_notebook(text, assignment, root)
             course.submit(nb, student, assignment, root)
-    return students
+    return sorted(roster)
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -48,8 +51,16 @@ def demo(args: argparse.Namespace) -> int:
         course.autograde(assignment, root=root)
     orders = {a: exercise_order(a, root) for a in names}
     report.print_tables(course.gradebook_url(root), orders)
+    write_reports(root, orders)
     print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
     return 0
+
+
+def write_reports(root: Path, orders: dict[str, list[str]]) -> None:
+    db = course.gradebook_url(root)
+    csv_path = reports.write_grades_csv(db, orders, root / "grades.csv")
+    html_path = reports.write_class_report(db, root, orders, root / "reports" / "class.html")
+    print(f"Grades: {csv_path}\nClass report: {html_path}")
 
 
 def build(args: argparse.Namespace) -> int:
@@ -61,6 +72,7 @@ def build(args: argparse.Namespace) -> int:
 def table(args: argparse.Namespace) -> int:
     orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
     report.print_tables(course.gradebook_url(args.root), orders)
+    write_reports(args.root, orders)
     return 0
 
 
@@ -71,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     verbs.add_parser("demo", help="build, grade the bundled sample class, print the table")
     build_parser = verbs.add_parser("build", help="regenerate notebooks/ from solutions/")
     build_parser.add_argument("assignments", nargs="*")
-    verbs.add_parser("table", help="print the score table from the gradebook")
+    verbs.add_parser("table", help="print the score table; write grades.csv and the report")
     args = parser.parse_args(argv)
     course.use_environment_bin()
     handler = {"demo": demo, "build": build, "table": table}[args.verb]

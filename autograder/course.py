@@ -20,10 +20,16 @@ def gradebook_url(root: Path) -> str:
     return f"sqlite:///{root / 'gradebook.db'}"
 
 
+COURSE_ORDER = ["forward_hooks", "backward_hooks", "module_apply"]
+
+
 def assignments(root: Path = ROOT) -> list[str]:
-    """Every assignment: a folder of solutions/ holding a notebook of the same name."""
+    """Every assignment (a folder of solutions/ holding a notebook of the same name), in the
+    order the course teaches them."""
     found = (root / "solutions").glob("*/*.ipynb")
-    return sorted(p.parent.name for p in found if p.stem == p.parent.name)
+    names = {p.parent.name for p in found if p.stem == p.parent.name}
+    rank = {name: index for index, name in enumerate(COURSE_ORDER)}
+    return sorted(names, key=lambda name: (rank.get(name, len(rank)), name))
 
 
 def notebook_path(folder: str, assignment: str, root: Path = ROOT) -> Path:
