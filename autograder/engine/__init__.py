@@ -1,0 +1,1 @@
+"""The grading engine: a parallel, warm-kernel drop-in for `nbgrader autograde`."""

@@ -1,0 +1,105 @@
+"""The kernel template ("zygote"): a process that imports torch and ipykernel once, then forks a
+fresh, real ipykernel for every request, so no kernel pays for `import torch` again.
+
+Protocol: one JSON line per connection on a Unix socket.
+  {"op": "fork", "cmd": [...], "env": {...}, "cwd": "..."} -> {"pid": N}
+  {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null}
+The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
+another thread would stay locked forever in the child. The parent therefore starts it with
+OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# Preloading the kernel's debugger would otherwise print a note about frozen modules on stderr.
+QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def _preload() -> None:
+    """Import, once, what every kernel and every notebook of the course needs."""
+    import importlib
+
+    modules = ("IPython", "ipykernel.kernelapp", "ipykernel.debugger", "torch", "autograder.checks")
+    for module in modules:
+        importlib.import_module(module)
+
+
+def _become_kernel(request: dict) -> None:
+    """In the forked child: turn into an ipykernel started exactly as `cmd` asks."""
+    os.setsid()  # its own process group, so signals to the kernel reach its children too
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    from ipykernel import kernelapp
+
+    cmd = request["cmd"]
+    # cmd is `python -m ipykernel_launcher -f <connection file> ...`: keep what follows the module.
+    argv = cmd[cmd.index("-m") + 2 :] if "-m" in cmd else cmd[1:]
+    sys.argv = ["ipykernel_launcher", *argv]
+    kernelapp.launch_new_instance(argv=argv)
+
+
+class _Children:
+    """Exit status and peak memory of the kernels this zygote forked, reaped as they end."""
+
+    def __init__(self) -> None:
+        self.ended: dict[int, tuple[int, float]] = {}
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.ended[pid] = (os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024)
+
+    def status(self, pid: int) -> dict:
+        self.reap()
+        if pid in self.ended:
+            code, maxrss = self.ended[pid]
+            return {"running": False, "returncode": code, "maxrss_mb": maxrss}
+        return {"running": True, "returncode": None, "maxrss_mb": None}
+
+
+def serve(path: str) -> None:
+    _preload()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(64)
+    children = _Children()
+    print("ready", flush=True)
+    while True:
+        connection, _ = server.accept()
+        with connection:
+            request = json.loads(connection.makefile("r").readline() or "{}")
+            if request.get("op") == "fork":
+                children.reap()
+                pid = os.fork()
+                if pid == 0:
+                    server.close()
+                    connection.close()
+                    try:
+                        _become_kernel(request)
+                    finally:
+                        os._exit(0)
+                reply = {"pid": pid}
+            elif request.get("op") == "status":
+                reply = children.status(int(request["pid"]))
+            elif request.get("op") == "stop":
+                connection.sendall(b"{}\n")
+                return
+            else:
+                reply = {"error": f"unknown request {request!r}"}
+            connection.sendall((json.dumps(reply) + "\n").encode())
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,125 @@
+"""Does `hooklab autograde` (the engine) grade exactly like `nbgrader autograde`, with the same
+protections and outputs, and with one fresh warm kernel per submission?"""
+
+import os
+import shutil
+
+import nbformat
+import pytest
+from golden import ROOT, cases, expected_scores
+from golden import answers as answer_text
+
+from autograder import course, gradebook, notebooks
+from autograder.engine.batch import Batch
+from autograder.engine.execute import execute_notebook
+from autograder.engine.warm_kernel import Zygote
+
+pytestmark = pytest.mark.nbgrader
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A throwaway course where every named submission, plus three special ones, is graded by
+    the engine."""
+    root = tmp_path_factory.mktemp("engine-course")
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    course.build(root=root)
+    for assignment, case in cases():
+        nb = course.answered_notebook(answer_text(assignment, case), assignment, root)
+        course.submit(nb, case, assignment, root)
+    # A test cell emptied by the student: nbgrader restores it from the gradebook.
+    nb = course.answered_notebook(
+        answer_text("forward_hooks", "all_correct"), "forward_hooks", root
+    )
+    for cell in nb.cells:
+        if cell.id == "forward_collect_hidden":
+            cell.source = "pass"
+    course.submit(nb, "edits_test_cell", "forward_hooks", root)
+    # A file that is not a notebook at all.
+    broken = course.notebook_path("submitted/broken_json", "forward_hooks", root)
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{ this is not json", encoding="utf-8")
+    results = {}
+    for assignment in course.assignments(root):
+        for result in Batch(root, assignment, force=True).run(jobs=2):
+            results[(assignment, result.student)] = result
+    db = course.gradebook_url(root)
+    return root, results, {a: gradebook.scores(db, a) for a in course.assignments(root)}
+
+
+@pytest.mark.parametrize(("assignment", "case"), cases(), ids=[f"{a}/{c}" for a, c in cases()])
+def test_engine_gives_the_golden_scores(graded, assignment, case):
+    _, results, scores = graded
+    assert results[(assignment, case)].status == "graded"
+    got = {cell.cell: cell.score for cell in scores[assignment][case]}
+    assert got == expected_scores(assignment, case)
+
+
+def test_test_cells_are_restored_from_the_gradebook(graded):
+    root, _, scores = graded
+    got = {cell.cell: cell.score for cell in scores["forward_hooks"]["edits_test_cell"]}
+    assert got == expected_scores("forward_hooks", "all_correct")
+    autograded = notebooks.read(
+        course.notebook_path("autograded/edits_test_cell", "forward_hooks", root)
+    )
+    restored = next(c for c in autograded.cells if c.id == "forward_collect_hidden")
+    assert 'check("forward_collect", globals(), hidden=True)' in restored.source
+
+
+def test_a_broken_submission_is_a_failed_row_and_the_batch_goes_on(graded):
+    root, results, _ = graded
+    broken = results[("forward_hooks", "broken_json")]
+    assert broken.status == "failed" and broken.message
+    assert not (root / "autograded" / "broken_json").exists()
+    graded_forward = [
+        r for (a, _), r in results.items() if a == "forward_hooks" and r.status == "graded"
+    ]
+    assert len(graded_forward) == len([c for a, c in cases() if a == "forward_hooks"]) + 1
+
+
+def test_stock_generate_feedback_and_export_work_on_the_engines_output(graded):
+    root, _, _ = graded
+    course.nbgrader("generate_feedback", "forward_hooks", "--force", root=root)
+    feedback = root / "feedback" / "all_correct" / "forward_hooks" / "forward_hooks.html"
+    assert feedback.exists() and "forward_collect" in feedback.read_text(encoding="utf-8")
+    course.nbgrader("export", "--to", str(root / "export.csv"), root=root)
+    rows = (root / "export.csv").read_text(encoding="utf-8").splitlines()
+    assert any(row.startswith("forward_hooks,") and ",all_correct," in row for row in rows)
+
+
+def test_a_second_run_without_force_skips_what_is_graded(graded):
+    root, _, _ = graded
+    results = list(Batch(root, "forward_hooks", students="blank").run(jobs=1))
+    assert [r.status for r in results] == ["skipped"]
+
+
+def _probe_notebook() -> str:
+    cells = [
+        nbformat.v4.new_code_cell("import os, sys\nprint(os.getpid(), 'torch' in sys.modules)"),
+        nbformat.v4.new_code_cell("print('left_over' in globals())\nleft_over = 1"),
+        nbformat.v4.new_code_cell("print(os.environ.get('NBGRADER_EXECUTION'))"),
+    ]
+    return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
+
+
+def test_each_notebook_gets_a_fresh_kernel_with_torch_already_imported(tmp_path):
+    runs = [
+        nbformat.reads(execute_notebook(_probe_notebook(), str(tmp_path)).notebook, 4)
+        for _ in range(2)
+    ]
+    texts = [[cell.outputs[0].text.split() for cell in run.cells] for run in runs]
+    pids = {text[0][0] for text in texts}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+    for text in texts:
+        assert text[0][1] == "True"  # warm: torch came with the kernel
+        assert text[1] == ["False"]  # fresh: nothing left over from the previous notebook
+        assert text[2] == ["autograde"]
+
+
+def test_the_zygote_stays_single_threaded_so_forking_is_safe():
+    zygote = Zygote.current()
+    pid = zygote.process.pid if zygote.process else None
+    if pid is None:
+        pytest.skip("this process uses a zygote another process owns")
+    assert len(os.listdir(f"/proc/{pid}/task")) == 1
