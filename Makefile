@@ -3,7 +3,7 @@ PYTHON := $(shell if [ -n "$$VIRTUAL_ENV" ]; then echo "$$VIRTUAL_ENV/bin/python
 	elif [ -n "$$CONDA_PREFIX" ] && [ "$${CONDA_DEFAULT_ENV:-base}" != base ]; then \
 	echo "$$CONDA_PREFIX/bin/python"; else echo .venv/bin/python; fi)
 
-.PHONY: setup demo test lint build lab
+.PHONY: setup demo test lint build lab bench
 
 setup:
 	@bash scripts/setup.sh
@@ -21,3 +21,6 @@ build: setup  ## regenerate notebooks/ from solutions/ after editing a solution 
 
 lab: setup  ## open the student notebooks in JupyterLab
 	$(PYTHON) -m jupyter lab notebooks/
+
+bench: setup  ## time our engine against stock nbgrader autograde on 12 students; compare scores
+	$(PYTHON) -m autograder.bench

@@ -13,10 +13,11 @@ from nbgrader.converters import Autograde
 from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
-from autograder.engine import schema_cache
+from autograder.engine import gradebook_cache, schema_cache
 from autograder.engine.execute import Executed
 
 schema_cache.install()
+gradebook_cache.install()
 
 Dispatch = Callable[[str, str], Executed]  # (notebook JSON, kernel cwd) -> executed notebook
 

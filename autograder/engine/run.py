@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlalchemy.exc import SAWarning
 
 from autograder.engine.batch import Batch, SubmissionResult
 
@@ -26,14 +27,10 @@ def autograde(
 ) -> list[SubmissionResult]:
     """Grade every submission of `assignment`, showing progress; returns one result per student."""
     console = console or Console(stderr=True)
-    warnings.filterwarnings("ignore", module="sqlalchemy")  # nbgrader's session warnings
-    dispatch = None
-    if scheduler:
-        from autograder.engine.cluster import dask_dispatch
-
-        dispatch = dask_dispatch(scheduler)
+    # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
+    warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
     batch = Batch(
-        root, assignment, students=students, force=force, db_url=db_url, dispatch=dispatch
+        root, assignment, students=students, force=force, db_url=db_url, scheduler=scheduler
     )
     if not batch.students:
         console.print(f"[yellow]No submissions of {assignment} match {students!r}.[/]")

@@ -1,0 +1,192 @@
+"""Benchmark our grading engine against stock `nbgrader autograde` on a throwaway class."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+from sqlalchemy.exc import SAWarning
+
+from autograder import course, gradebook
+from autograder.engine.batch import Batch, SubmissionResult
+
+SUBMISSIONS = course.ROOT / "tests" / "submissions"
+NAMED = ("all_correct", "seed001_answers", "blank")
+Key = tuple[str, str, str]  # (assignment, student, grade id)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def student_ids(count: int) -> list[str]:
+    return [f"s{i:02d}" for i in range(1, count + 1)]
+
+
+def case_for(index: int, assignment: str) -> str:
+    """The named submission student `index` (0-based) hands in: even students rotate through
+    all_correct, seed001_answers and blank; odd ones take the partly wrong cases in turn."""
+    if index % 2 == 0:
+        return NAMED[(index // 2) % len(NAMED)]
+    others = sorted(p.stem for p in (SUBMISSIONS / assignment).glob("*.py") if p.stem not in NAMED)
+    return others[(index // 2) % len(others)] if others else "blank"
+
+
+def answers(assignment: str, case: str) -> str:
+    path = SUBMISSIONS / assignment / f"{case}.py"
+    return path.read_text(encoding="utf-8") if path.exists() else ""  # "" is the blank notebook
+
+
+def make_course(root: Path, students: int, assignments: list[str]) -> None:
+    """A course in `root`: config and solutions copied, notebooks built, every student's
+    submission of every assignment in submitted/."""
+    shutil.copy(course.ROOT / "nbgrader_config.py", root)
+    shutil.copytree(course.ROOT / "solutions", root / "solutions")
+    course.build(assignments, root=root)
+    for assignment in assignments:
+        for index, student in enumerate(student_ids(students)):
+            case = case_for(index, assignment)
+            nb = course.answered_notebook(answers(assignment, case), assignment, root)
+            course.submit(nb, student, assignment, root)
+
+
+def grade_stock(root: Path, db_url: str, assignments: list[str]) -> float:
+    """Grade with stock `nbgrader autograde --force`; returns the wall-clock seconds."""
+    start = time.perf_counter()
+    for assignment in assignments:
+        course.autograde(assignment, root=root, db_url=db_url)
+        say(f"  stock: {assignment} done at {time.perf_counter() - start:.1f} s")
+    return time.perf_counter() - start
+
+
+def _engine_phase(root: Path, db_url: str, assignments: list[str], jobs: int, pipe) -> None:
+    """In a forked child, so that its RUSAGE_CHILDREN covers the engine's processes only."""
+    from autograder.engine.warm_kernel import Zygote
+
+    try:
+        # nbgrader's own add_submission trips these SQLAlchemy autoflush warnings.
+        warnings.filterwarnings("ignore", "Object of type", SAWarning)
+        start, results = time.perf_counter(), []
+        for assignment in assignments:
+            for result in Batch(root, assignment, force=True, db_url=db_url).run(jobs):
+                results.append(result)
+                note = f": {result.message}" if result.message else ""
+                say(f"  ours: {assignment}/{result.student} {result.status}{note}")
+        if Zygote._current is not None:
+            Zygote._current.stop()  # waits for it, so its kernels count in RUSAGE_CHILDREN
+        seconds = time.perf_counter() - start
+        children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        pipe.send((seconds, results, children_mb))
+    except BaseException:
+        pipe.send(traceback.format_exc())
+        raise
+
+
+def grade_engine(
+    root: Path, db_url: str, assignments: list[str], jobs: int
+) -> tuple[float, list[SubmissionResult], float]:
+    """Grade with our engine, from before the first Batch (zygote start-up included) to the
+    last result; returns (seconds, results, peak RSS in MB of the engine's child processes)."""
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_engine_phase, args=(root, db_url, assignments, jobs, sender))
+    child.start()
+    sender.close()
+    try:
+        reply = receiver.recv()
+    except EOFError:
+        reply = "the engine's process died without a word"
+    child.join()
+    if isinstance(reply, str):
+        raise RuntimeError(f"grading with the engine failed:\n{reply}")
+    return reply
+
+
+def all_scores(db_url: str, assignments: list[str]) -> dict[Key, tuple[float, float]]:
+    """{(assignment, student, grade id): (score, max score)} for every graded cell."""
+    return {
+        (assignment, student, cell.cell): (cell.score, cell.max_score)
+        for assignment in assignments
+        for student, cells in gradebook.scores(db_url, assignment).items()
+        for cell in cells
+    }
+
+
+def differences(
+    first: dict[Key, tuple[float, float]], second: dict[Key, tuple[float, float]]
+) -> list[str]:
+    """Every graded cell whose (score, max score) differs, or that only one gradebook has."""
+    return [
+        f"{'/'.join(key)}: stock {first.get(key, 'missing')}, ours {second.get(key, 'missing')}"
+        for key in sorted(first.keys() | second.keys())
+        if first.get(key) != second.get(key)
+    ]
+
+
+def last_line(stock: float, ours: float, identical: bool, peak_mb: float) -> str:
+    ratio = stock / ours if ours else float("inf")
+    return (
+        f"speedup: {ratio:.1f}x (stock {stock:.1f} s, ours {ours:.1f} s, "
+        f"identical scores: {'yes' if identical else 'no'}, peak worker RSS {peak_mb:.0f} MB)"
+    )
+
+
+def bench(
+    root: Path, *, students: int = 12, jobs: int | None = None, assignments: list[str] | None = None
+) -> tuple[str, bool]:
+    """The whole benchmark in the empty folder `root`; returns (last line, identical scores)."""
+    course.use_environment_bin()
+    jobs = jobs or os.cpu_count() or 2
+    names = assignments or course.assignments()
+    say(f"building a course of {students} students x {len(names)} assignments in {root}")
+    make_course(root, students, names)
+    stock_db, ours_db = root / "stock.db", root / "ours.db"
+    shutil.copy(root / "gradebook.db", stock_db)
+    shutil.copy(root / "gradebook.db", ours_db)
+    stock_url, ours_url = f"sqlite:///{stock_db}", f"sqlite:///{ours_db}"
+    say("grading with stock nbgrader autograde")
+    stock = grade_stock(root, stock_url, names)
+    say(f"grading with our engine ({jobs} jobs)")
+    ours, results, children_mb = grade_engine(root, ours_url, names, jobs)
+    failed = [r for r in results if r.status != "graded"]
+    say(f"  ours: {len(results) - len(failed)} graded, {len(failed)} not graded")
+    stock_scores = all_scores(stock_url, names)
+    diffs = differences(stock_scores, all_scores(ours_url, names))
+    say(f"compared {len(stock_scores)} graded cells: {len(diffs)} differ")
+    for diff in diffs[:5]:
+        say(f"  {diff}")
+    peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
+    say(f"peak kernel RSS {max(peaks, default=0):.0f} MB, engine processes {children_mb:.0f} MB")
+    identical = not diffs and bool(results)
+    return last_line(stock, ours, identical, max([children_mb, *peaks])), identical
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="engine workers")
+    parser.add_argument("--students", type=int, default=12, help="submissions per assignment")
+    parser.add_argument("--keep", type=Path, help="build the course here and keep it")
+    args = parser.parse_args(argv)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        if any(args.keep.iterdir()):
+            parser.error(f"{args.keep} is not empty")
+        line, identical = bench(args.keep.resolve(), students=args.students, jobs=args.jobs)
+    else:
+        with tempfile.TemporaryDirectory(prefix="hooklab-bench-") as folder:
+            line, identical = bench(Path(folder), students=args.students, jobs=args.jobs)
+    say(line)
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
