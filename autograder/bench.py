@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import resource
 import shutil
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from sqlalchemy.exc import SAWarning
 
 from autograder import course, gradebook
-from autograder.engine.batch import Batch, SubmissionResult
+from autograder.engine.batch import DEFAULT_JOBS, Batch, SubmissionResult
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
 NAMED = ("all_correct", "seed001_answers", "blank")
@@ -145,7 +144,7 @@ def bench(
 ) -> tuple[str, bool]:
     """The whole benchmark in the empty folder `root`; returns (last line, identical scores)."""
     course.use_environment_bin()
-    jobs = jobs or os.cpu_count() or 2
+    jobs = jobs or DEFAULT_JOBS
     names = assignments or course.assignments()
     say(f"building a course of {students} students x {len(names)} assignments in {root}")
     make_course(root, students, names)
@@ -172,7 +171,7 @@ def bench(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="engine workers")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="engine workers")
     parser.add_argument("--students", type=int, default=12, help="submissions per assignment")
     parser.add_argument("--keep", type=Path, help="build the course here and keep it")
     args = parser.parse_args(argv)

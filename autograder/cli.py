@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import tomllib
 from pathlib import Path
 
 from autograder import course, notebooks, report, reports
+from autograder.engine.batch import DEFAULT_JOBS
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--student", default="*", help="only these students (a glob)")
     grade.add_argument("--force", action="store_true", help="regrade submissions graded before")
     grade.add_argument("--db", help="the gradebook's database URL (default: gradebook.db)")
-    grade.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2, help="workers")
+    grade.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS, help="workers")
     grade.add_argument("--scheduler", help="a Dask scheduler address: execute on that cluster")
     args = parser.parse_args(argv)
     course.use_environment_bin()

@@ -25,6 +25,8 @@ from autograder.engine.execute import Executed, execute_notebook
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
 EXECUTION_SECTIONS = ("Execute", "ExecutePreprocessor", "NotebookClient")
+# A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
+DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
 
 @dataclass

@@ -3,7 +3,8 @@ fresh, real ipykernel for every request, so no kernel pays for `import torch` ag
 
 Protocol: one JSON line per connection on a Unix socket.
   {"op": "fork", "cmd": [...], "env": {...}, "cwd": "..."} -> {"pid": N}
-  {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null}
+  {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null,
+                                 "cpu_s": float|null}
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
 another thread would stay locked forever in the child. The parent therefore starts it with
 OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
@@ -28,6 +29,41 @@ def _preload() -> None:
     modules = ("IPython", "ipykernel.kernelapp", "ipykernel.debugger", "torch", "autograder.checks")
     for module in modules:
         importlib.import_module(module)
+    _warm_traceback_caches()
+
+
+def _warm_traceback_caches() -> None:
+    """Format, once, a traceback through the torch code student errors pass through.
+
+    IPython's traceback formatter parses the source of every file in a traceback and caches the
+    result per file. torch's module.py is large, and an unfinished notebook raises through it in
+    a dozen cells: in a fresh kernel that parsing is most of its CPU time. Parsed here, before
+    the fork, every kernel starts with the cache filled; the tracebacks it prints are unchanged.
+    """
+    import torch
+    from IPython.core.ultratb import AutoFormattedTB
+
+    class Stub(torch.nn.Module):
+        def forward(self, x):
+            raise NotImplementedError
+
+    def fail_in_hook(module, args):
+        raise NotImplementedError
+
+    stub, hooked = Stub(), torch.nn.Identity()
+    hooked.register_forward_pre_hook(fail_in_hook)
+    weight = torch.ones(1, requires_grad=True)
+    weight.register_hook(lambda grad: fail_in_hook(None, grad))
+    formatter = AutoFormattedTB(mode="Context")
+    for fail in (
+        lambda: stub(torch.ones(1)),
+        lambda: hooked(torch.ones(1)),
+        lambda: (weight * 2).backward(),
+    ):
+        try:
+            fail()
+        except NotImplementedError:
+            formatter.structured_traceback(*sys.exc_info())
 
 
 def _become_kernel(request: dict) -> None:
@@ -49,7 +85,7 @@ class _Children:
     """Exit status and peak memory of the kernels this zygote forked, reaped as they end."""
 
     def __init__(self) -> None:
-        self.ended: dict[int, tuple[int, float]] = {}
+        self.ended: dict[int, tuple[int, float, float]] = {}
 
     def reap(self) -> None:
         while True:
@@ -59,14 +95,15 @@ class _Children:
                 return
             if pid == 0:
                 return
-            self.ended[pid] = (os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024)
+            cpu = usage.ru_utime + usage.ru_stime
+            self.ended[pid] = (os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, cpu)
 
     def status(self, pid: int) -> dict:
         self.reap()
         if pid in self.ended:
-            code, maxrss = self.ended[pid]
-            return {"running": False, "returncode": code, "maxrss_mb": maxrss}
-        return {"running": True, "returncode": None, "maxrss_mb": None}
+            code, maxrss, cpu = self.ended[pid]
+            return {"running": False, "returncode": code, "maxrss_mb": maxrss, "cpu_s": cpu}
+        return {"running": True, "returncode": None, "maxrss_mb": None, "cpu_s": None}
 
 
 def serve(path: str) -> None:
