@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from autograder import notebooks
+from autograder import CheckFailed, notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,3 +91,11 @@ def _execute(cell, run: Run) -> None:
         run.results[cell.id] = error
     elif error is not None:
         run.errors[cell.id] = error
+
+
+def failure(run: Run, cell_id: str) -> str:
+    """The message of the check that failed in graded cell `cell_id` (the test fails if it passed
+    or raised something other than a check failure)."""
+    error = run.results[cell_id]
+    assert isinstance(error, CheckFailed), f"{cell_id} passed or crashed: {error!r}"
+    return error.message

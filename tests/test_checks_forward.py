@@ -2,59 +2,19 @@
 
 import pytest
 import torch
-from notebook_runner import run_notebook
+from golden import answers
+from notebook_runner import failure, run_notebook
 
-from autograder import CheckFailed, NotDoneYet, check
+from autograder import CheckFailed, check
 
 A = "forward_hooks"
 
-SEED001_COLLECT = """
-# %% forward_collect
-answer = []
 
-def pre_hook(module, input):
-    for v in input:
-        answer.append(v)
-    pass
-def hook(module, input, output):
-    answer.append(output)
-    pass
-add.register_forward_pre_hook(pre_hook)
-add.register_forward_hook(hook)
-"""
-
-SEED001_ADD5 = """
-# %% forward_add5
-def hook(module, input, output):
-    output = output + 5
-    return output
-    pass
-
-add.register_forward_hook(hook)
-"""
-
-
-def failure(run, cell_id: str) -> str:
-    error = run.results[cell_id]
-    assert isinstance(error, CheckFailed), f"{cell_id} passed or crashed: {error!r}"
-    return error.message
-
-
-def test_solution_notebook_passes_every_check():
-    run = run_notebook(A, solutions=True)
-    assert run.errors == {}
-    assert run.results and all(error is None for error in run.results.values()), run.results
-
-
-def test_student_notebook_says_not_done_yet_everywhere():
-    run = run_notebook(A)
-    assert run.results
-    for cell_id, error in run.results.items():
-        assert isinstance(error, NotDoneYet), f"{cell_id}: {error!r}"
+SEED001 = answers(A, "seed001_answers")
 
 
 def test_seed001_answers_pasted_whole_pass():
-    run = run_notebook(A, SEED001_COLLECT + SEED001_ADD5, until="find_the_bug_intro")
+    run = run_notebook(A, SEED001, until="find_the_bug_intro")
     assert run.passed() >= {
         "forward_collect_test",
         "forward_collect_hidden",
@@ -108,7 +68,7 @@ def test_cell_run_twice_is_named():
     assert "registered 2 times" in message and "Restart" in message
     assert "forward_collect_hidden" in run.passed()  # the functions themselves are right
 
-    twice = run_notebook(A, SEED001_ADD5, until="find_the_bug_intro", rerun=("forward_add5",))
+    twice = run_notebook(A, SEED001, until="find_the_bug_intro", rerun=("forward_add5",))
     assert "registered 2 times" in failure(twice, "forward_add5_test")
 
 
@@ -119,40 +79,15 @@ def test_rebinding_output_without_return():
     assert "x1 + x2 + 5" in failure(run, "forward_add5_hidden")
 
 
-PATCHED_CLASS = """
-# %% forward_collect
-def forward(self, x1, x2):
-    out = torch.add(x1, x2)
-    answer.extend([x1, x2, out])
-    return out
-
-Add.forward = forward
-
-def pre_hook(module, input):
-    pass
-
-def hook(module, input, output):
-    pass
-
-# %% forward_add5
-Add.forward = lambda self, x1, x2: torch.add(x1, x2) + 5
-
-def hook(module, input, output):
-    pass
-
-add.register_forward_hook(hook)
-"""
-
-
 def test_patching_the_class_passes_visible_but_not_hidden():
-    run = run_notebook(A, PATCHED_CLASS, until="find_the_bug_intro")
+    run = run_notebook(A, answers(A, "patched_class"), until="find_the_bug_intro")
     assert {"forward_collect_test", "forward_add5_test"} <= run.passed()
     assert "is empty" in failure(run, "forward_collect_hidden")
     assert "has to come from the hook" in failure(run, "forward_add5_hidden")
 
 
 def test_hidden_check_leaves_the_notebook_as_it_was():
-    run = run_notebook(A, SEED001_COLLECT, until="forward_collect_hidden")
+    run = run_notebook(A, SEED001, until="forward_collect_hidden")
     before = list(run["answer"])
     hooks_before = len(run["add"]._forward_hooks)
     check("forward_collect", run, hidden=True)
@@ -163,17 +98,7 @@ def test_hidden_check_leaves_the_notebook_as_it_was():
 def test_hidden_checks_draw_fresh_inputs():
     # Hooks that record the notebook's own x1 and x2 instead of what they receive are right only
     # for the notebook's inputs: the hidden check calls them with new ones.
-    notebook_values = """# %% forward_collect
-def pre_hook(module, input):
-    answer.extend([x1, x2])
-
-def hook(module, input, output):
-    answer.append(x1 + x2)
-
-add.register_forward_pre_hook(pre_hook)
-add.register_forward_hook(hook)
-"""
-    run = run_notebook(A, notebook_values, until="forward_add5_intro")
+    run = run_notebook(A, answers(A, "notebook_values_hard_coded"), until="forward_add5_intro")
     assert "forward_collect_test" in run.passed()
     assert "On a fresh Add module" in failure(run, "forward_collect_hidden")
 

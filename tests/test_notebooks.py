@@ -9,7 +9,7 @@ import torch
 from nbclient import NotebookClient
 from notebook_runner import run_notebook
 
-from autograder import course, notebooks
+from autograder import NotDoneYet, course, notebooks
 from autograder.checks import grade_ids, has_hidden
 from autograder.models.forward import make_add, make_mlp
 
@@ -96,6 +96,24 @@ def test_the_seed_course_tasks_all_have_their_grade_ids():
     assert not missing, f"course tasks without a solution cell: {missing}"
     for task in SEED_COURSE_IDS:
         assert f"{task}_test" in ids and f"{task}_hidden" in ids
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_notebook_passes_every_check_without_warnings(assignment):
+    run = run_notebook(assignment, solutions=True)
+    assert run.errors == {}
+    graded = [c.id for c in read("solutions", assignment).cells if nbgrader_meta(c).get("grade")]
+    assert sorted(run.results) == sorted(graded)
+    assert all(error is None for error in run.results.values()), run.results
+    assert "warnings while your code ran" not in run.stdout
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_student_notebook_says_not_done_yet_everywhere(assignment):
+    run = run_notebook(assignment)
+    assert run.results
+    for cell_id, error in run.results.items():
+        assert isinstance(error, NotDoneYet), f"{cell_id}: {error!r}"
 
 
 def test_forward_notebook_classes_behave_like_the_checkers_copies():
