@@ -1,13 +1,14 @@
 """Ground-truth checks, one per grade id, used by the notebooks' visible and hidden test cells."""
 
 # Importing the modules registers their checks.
-from autograder.checks import apply, apply_init, backward, forward, forward_api
+from autograder.checks import apply, apply_init, backward, backward_quiz, forward, forward_api
 from autograder.checks.registry import check, grade_ids, has_hidden
 
 __all__ = [
     "apply",
     "apply_init",
     "backward",
+    "backward_quiz",
     "check",
     "forward",
     "forward_api",

@@ -1,8 +1,7 @@
-"""Checks for the backward-hook notebook: module and tensor hooks, the deprecated hook, order."""
+"""Checks for the backward notebook: module and tensor backward hooks that read or change grads."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import torch
@@ -19,12 +18,12 @@ FRESH = "On a fresh Model with a random W and new random inputs"
 TRIALS = 3
 
 
-def _random_w() -> torch.Tensor:
+def random_w() -> torch.Tensor:
     # Positive and away from 0 and 1, so that no two gradients of the model can coincide.
     return torch.empty(1).uniform_(2.0, 8.0)
 
 
-def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
+def random_inputs() -> tuple[torch.Tensor, torch.Tensor]:
     x1, x2 = torch.rand(1) * 0.9 + 0.1, torch.rand(1) * 0.9 + 0.1
     return x1.requires_grad_(), x2.requires_grad_()
 
@@ -108,7 +107,7 @@ def _collect_on_fresh_model(s: Student, w: torch.Tensor, x1: torch.Tensor, x2: t
 
 @register("backward_collect")
 def backward_collect(s: Student) -> str:
-    _collect_on_fresh_model(s, _random_w(), *_inputs())  # surfaces stubs and errors first
+    _collect_on_fresh_model(s, random_w(), *random_inputs())  # surfaces stubs and errors first
     _reject_deprecated(s)
     expected = _collect_expected(_notebook_reference(s))
     compare_tensor_list(s.get("answer"), expected, order_hint=_swapped_hint)
@@ -118,7 +117,7 @@ def backward_collect(s: Student) -> str:
 @register("backward_collect", hidden=True)
 def backward_collect_hidden(s: Student) -> str:
     for _ in range(TRIALS):
-        w, (x1, x2) = _random_w(), _inputs()
+        w, (x1, x2) = random_w(), random_inputs()
         answer, gx1, gx2 = _collect_on_fresh_model(s, w, x1, x2)
         ref = _reference(w, x1, x2)
         if not (close(gx1, ref["x1"]) and close(gx2, ref["x2"])):
@@ -150,7 +149,7 @@ def _w_hook_on_fresh_model(s: Student, w: torch.Tensor, x1: torch.Tensor, x2: to
 
 @register("tensor_hook_W")
 def tensor_hook_w(s: Student) -> str:
-    _w_hook_on_fresh_model(s, _random_w(), *_inputs())
+    _w_hook_on_fresh_model(s, random_w(), *random_inputs())
     expected = [("model.W.grad", _notebook_reference(s)["W"])]
     compare_tensor_list(s.get("answer"), expected)
     return "answer holds [model.W.grad]."
@@ -159,7 +158,7 @@ def tensor_hook_w(s: Student) -> str:
 @register("tensor_hook_W", hidden=True)
 def tensor_hook_w_hidden(s: Student) -> str:
     for _ in range(TRIALS):
-        w, (x1, x2) = _random_w(), _inputs()
+        w, (x1, x2) = random_w(), random_inputs()
         answer, w_grad = _w_hook_on_fresh_model(s, w, x1, x2)
         ref = _reference(w, x1, x2)
         if not close(w_grad, ref["W"]):
@@ -233,7 +232,7 @@ def _scale_on_fresh_model(s: Student, hook, w: torch.Tensor, x1: torch.Tensor, x
 
 @register("tensor_hook_scale")
 def tensor_hook_scale(s: Student) -> str:
-    _scale_on_fresh_model(s, _probe_double_grad(s), _random_w(), *_inputs())
+    _scale_on_fresh_model(s, _probe_double_grad(s), random_w(), *random_inputs())
     ref = _notebook_reference(s)
     _judge_scale(_grad_of(s, "x1"), _grad_of(s, "x2"), ref, "")
     return "x1.grad is twice autograd's gradient, x2.grad is unchanged."
@@ -243,7 +242,7 @@ def tensor_hook_scale(s: Student) -> str:
 def tensor_hook_scale_hidden(s: Student) -> str:
     hook = _probe_double_grad(s)
     for _ in range(TRIALS):
-        w, (x1, x2) = _random_w(), _inputs()
+        w, (x1, x2) = random_w(), random_inputs()
         gx1, gx2 = _scale_on_fresh_model(s, hook, w, x1, x2)
         _judge_scale(gx1, gx2, _reference(w, x1, x2), f"{FRESH}, ")
     return "double_grad doubles x1's gradient on fresh models and inputs."
@@ -305,9 +304,9 @@ def _judge_normalize(gx1: torch.Tensor, gx2: torch.Tensor, ref: dict[str, torch.
 @register("backward_normalize")
 def backward_normalize(s: Student) -> str:
     hook = _probe_normalize(s)
-    model = make_model(_random_w())
+    model = make_model(random_w())
     with model.register_full_backward_hook(hook):
-        _backward(s, model(*_inputs()), "normalize_hook")
+        _backward(s, model(*random_inputs()), "normalize_hook")
     _judge_normalize(_grad_of(s, "x1"), _grad_of(s, "x2"), _notebook_reference(s), "")
     return "x1.grad + x2.grad is 1 and their ratio is autograd's."
 
@@ -316,149 +315,9 @@ def backward_normalize(s: Student) -> str:
 def backward_normalize_hidden(s: Student) -> str:
     hook = _probe_normalize(s)
     for _ in range(TRIALS):
-        w, (x1, x2) = _random_w(), _inputs()
+        w, (x1, x2) = random_w(), random_inputs()
         model = make_model(w)
         with model.register_full_backward_hook(hook):
             _backward(s, model(x1, x2), "normalize_hook")
         _judge_normalize(x1.grad, x2.grad, _reference(w, x1, x2), f"{FRESH}, ")
     return "normalize_hook normalizes the input gradients on fresh models and inputs."
-
-
-# ---- deprecated_quiz -----------------------------------------------------------------------------
-
-QUIZ_NAMES = ("x1", "x2", "W", "x1 * x2", "output")
-
-
-def _named_gradients(w, x1, x2) -> dict[str, torch.Tensor]:
-    """Autograd's gradient of the output w.r.t. each tensor of forward, the product included."""
-    a, b = x1.detach().clone().requires_grad_(), x2.detach().clone().requires_grad_()
-    weight = w.detach().clone().requires_grad_()
-    product = a * b  # forward's two steps, written out to name the intermediate tensor
-    output = product * weight
-    grads = torch.autograd.grad(output, [a, b, weight, product, output])
-    return dict(zip(QUIZ_NAMES, grads, strict=True))
-
-
-def _deprecated_grad_input() -> tuple[list[str], list[str]]:
-    """What the deprecated hook's grad_input holds on a fresh Model, named, and torch's warnings."""
-    while True:
-        w, (x1, x2) = _random_w(), _inputs()
-        named = _named_gradients(w, x1, x2)
-        values = list(named.values())
-        if not any(close(p, q) for i, p in enumerate(values) for q in values[i + 1 :]):
-            break
-    seen = []
-    model = make_model(w)
-    # The deprecation warning is what this part of the notebook is about: record it here so it
-    # does not show up as a note under the student's answer.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with model.register_backward_hook(lambda module, gi, go: seen.append(gi)):
-            model(x1, x2).backward()
-    names = []
-    for grad in seen[0]:
-        match = [name for name, t in named.items() if grad is not None and close(grad, t)]
-        names.append(match[0] if match else "?")
-    return names, sorted({warning.category.__name__ for warning in caught})
-
-
-def _squash(name: str) -> str:
-    return "".join(name.split()).lower()
-
-
-@register("deprecated_quiz")
-def deprecated_quiz(s: Student) -> str:
-    got = s.get("deprecated_grad_input", hint="Fill in `deprecated_grad_input` in the cell above.")
-    allowed = ", ".join(repr(n) for n in QUIZ_NAMES)
-    if not isinstance(got, list | tuple) or not all(isinstance(g, str) for g in got):
-        raise CheckFailed(
-            f"`deprecated_grad_input` should be a list of names from {allowed}, "
-            f"but it is {describe(got)}."
-        )
-    known = {_squash(n): n for n in QUIZ_NAMES}
-    for item in got:
-        if _squash(item) not in known:
-            raise CheckFailed(f"{item!r} is not one of the names to choose from: {allowed}.")
-    expected, warned = _deprecated_grad_input()
-    if len(got) != len(expected):
-        raise CheckFailed(
-            f"the deprecated hook's grad_input has {len(expected)} entries on this Model (print "
-            f"it in the demo above), but you listed {len(got)}."
-        )
-    for index, (item, want) in enumerate(zip(got, expected, strict=True)):
-        if known[_squash(item)] != want:
-            raise CheckFailed(
-                f"grad_input[{index}] is not the gradient w.r.t. {known[_squash(item)]!r}. The old "
-                "hook sits on the last operation of forward, `output * self.W`: its grad_input "
-                "holds the gradients w.r.t. that operation's inputs. Compare the values printed "
-                "in the demo with x1, x2 and W."
-            )
-    return (
-        f"the deprecated hook's grad_input holds the gradients w.r.t. {expected}, not x1 and x2 "
-        f"(and torch warned: {', '.join(warned) or 'nothing'})."
-    )
-
-
-# ---- event_order ---------------------------------------------------------------------------------
-
-EVENTS = {
-    "pre_hook": "the forward pre-hook runs inside model(...) before forward.",
-    "forward": "forward itself runs between the forward pre-hook and the forward hook.",
-    "forward_hook": "the forward hook runs inside model(...) right after forward returns.",
-    "output_hook": "backward starts from `output`: its tensor hook sees the first gradient.",
-    "backward_pre_hook": "the full backward pre-hook runs as soon as the gradient w.r.t. the "
-    "module's output is known, before any gradient inside the module.",
-    "W_hook": "W's gradient is computed inside the module, by the last operation of forward, "
-    "before the gradients w.r.t. the module's inputs.",
-    "backward_hook": "the full backward hook runs once the gradients w.r.t. the module's inputs "
-    "are ready, and before they reach x1, since it may replace them.",
-    "x1_hook": "x1's tensor hook sees what the full backward hook passed on, so it comes after it.",
-}
-
-
-def _actual_order() -> list[str]:
-    """Run the notebook's event setup on a fresh checker Model and record what torch does."""
-    events: list[str] = []
-    model = make_model(log=events.append)
-    model.register_forward_pre_hook(lambda module, args: events.append("pre_hook"))
-    model.register_forward_hook(lambda module, args, output: events.append("forward_hook"))
-    model.register_full_backward_pre_hook(lambda module, go: events.append("backward_pre_hook"))
-    model.register_full_backward_hook(lambda module, gi, go: events.append("backward_hook"))
-    model.W.register_hook(lambda grad: events.append("W_hook"))
-    x1, x2 = _inputs()
-    x1.register_hook(lambda grad: events.append("x1_hook"))
-    output = model(x1, x2)
-    output.register_hook(lambda grad: events.append("output_hook"))
-    output.backward()
-    return events
-
-
-@register("event_order")
-def event_order(s: Student) -> str:
-    got = s.get("predicted_order", hint="Fill in `predicted_order` in the cell above.")
-    allowed = ", ".join(repr(n) for n in EVENTS)
-    if not isinstance(got, list | tuple) or not all(isinstance(g, str) for g in got):
-        raise CheckFailed(
-            f"`predicted_order` should be a list of event names, but it is {describe(got)}."
-        )
-    unknown = [g for g in got if g not in EVENTS]
-    if unknown:
-        raise CheckFailed(f"{unknown[0]!r} is not an event name; choose from {allowed}.")
-    missing = [name for name in EVENTS if name not in got]
-    doubled = sorted({g for g in got if got.count(g) > 1})
-    if missing or doubled:
-        parts = [f"list every event exactly once ({len(EVENTS)} names)."]
-        if missing:
-            parts.append(f"Missing: {', '.join(missing)}.")
-        if doubled:
-            parts.append(f"More than once: {', '.join(doubled)}.")
-        raise CheckFailed(" ".join(parts))
-    actual = _actual_order()
-    for step, (predicted, happened) in enumerate(zip(got, actual, strict=True), start=1):
-        if predicted != happened:
-            right = f" Steps 1–{step - 1} are right." if step > 1 else ""
-            raise CheckFailed(
-                f"step {step} is wrong: you predicted {predicted!r}, but torch ran "
-                f"{happened!r} there: {EVENTS[happened]}{right}"
-            )
-    return "your prediction matches what torch does: " + " → ".join(actual) + "."
