@@ -3,7 +3,7 @@ PYTHON := $(shell if [ -n "$$VIRTUAL_ENV" ]; then echo "$$VIRTUAL_ENV/bin/python
 	elif [ -n "$$CONDA_PREFIX" ] && [ "$${CONDA_DEFAULT_ENV:-base}" != base ]; then \
 	echo "$$CONDA_PREFIX/bin/python"; else echo .venv/bin/python; fi)
 
-.PHONY: setup demo test lint build lab bench
+.PHONY: setup demo test build lab bench
 
 setup:
 	@bash scripts/setup.sh
