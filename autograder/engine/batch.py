@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import multiprocessing
 import os
 import shutil
@@ -21,10 +22,12 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.engine.converter import EngineAutograde, bind_thread
-from autograder.engine.execute import Executed, execute_notebook
+from autograder.engine.execute import TRUNCATED, Executed, KernelDied, execute_notebook
+from autograder.engine.inspect_submission import submission_problems
+from autograder.engine.limits import Limits
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
-EXECUTION_SECTIONS = ("Execute", "ExecutePreprocessor", "NotebookClient")
+EXECUTION_SECTIONS = ("Execute", "ExecutePreprocessor", "NotebookClient", "WarmKernelManager")
 # A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
@@ -35,6 +38,8 @@ class SubmissionResult:
     assignment: str
     status: str  # graded | failed | skipped (already graded, no --force)
     seconds: float
+    # Why it failed, or what went wrong in a graded one (timed-out cells, MemoryError, cut
+    # output, a notebook that is not the released one): plain sentences joined by "; ".
     message: str = ""
     kernel_peak_rss_mb: float | None = None
 
@@ -134,8 +139,12 @@ class Batch:
                         converter.convert_single_notebook(notebook)
                     converter.set_permissions(self.assignment, student)
             except Exception as error:  # one submission never stops the batch
-                status, message = "failed", _describe(error)
+                status, message = "failed", self._explain(error, source)
                 shutil.rmtree(converter._format_dest(self.assignment, student), ignore_errors=True)
+        if status == "graded":
+            notes = submission_problems(source, self.assignment)
+            notes += [note for e in executed for note in self._execution_notes(e)]
+            message = "; ".join(notes)
         peaks = [e.kernel_peak_rss_mb for e in executed if e.kernel_peak_rss_mb]
         return SubmissionResult(
             student,
@@ -145,6 +154,30 @@ class Batch:
             message,
             max(peaks) if peaks else None,
         )
+
+    def _explain(self, error: Exception, source: Path) -> str:
+        """Why a submission failed, in plain words where the cause is known."""
+        if isinstance(error, KernelDied):
+            return str(error)
+        problems = submission_problems(source, self.assignment)
+        return "; ".join(problems) if problems else _describe(error)
+
+    def _execution_notes(self, executed: Executed) -> list[str]:
+        """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
+        timeout = self.config.Execute.get("timeout", 30)
+        memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
+        notes = []
+        for cell in json.loads(executed.notebook).get("cells", []):
+            name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+            outputs = cell.get("outputs", [])
+            errors = {o.get("ename") for o in outputs if o.get("output_type") == "error"}
+            if "CellTimeoutError" in errors:
+                notes.append(f"cell {name} timed out after {timeout} s and was interrupted")
+            if "MemoryError" in errors:
+                notes.append(f"cell {name} ran out of memory (MemoryError, limit {memory} MiB)")
+            if any(TRUNCATED[:20] in "".join(o.get("text", "")) for o in outputs):
+                notes.append(f"cell {name} printed too much; its output was cut")
+        return notes
 
 
 def _describe(error: BaseException) -> str:

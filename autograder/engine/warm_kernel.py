@@ -23,6 +23,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, DottedObjectName, Type
 
+from autograder.engine.limits import Limits
 from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
@@ -128,7 +129,8 @@ class WarmProvisioner(LocalProvisioner):
         zygote = Zygote.current()
         env = {**(kwargs.get("env") or os.environ), **self.parent.extra_env}
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        reply = zygote.request(op="fork", cmd=list(cmd), env=env, cwd=cwd)
+        limits = Limits.from_dict(self.parent.limits).to_dict()
+        reply = zygote.request(op="fork", cmd=list(cmd), env=env, cwd=cwd, limits=limits)
         self.process = ForkedKernel(zygote, int(reply["pid"]))
         self.pid = self.pgid = self.process.pid
         self.cwd = cwd
@@ -190,6 +192,10 @@ class WarmKernelManager(AsyncKernelManager):
         await super()._async_wait(pollinterval=0.002)
 
     extra_env = Dict(help="Environment variables added to the kernel's environment").tag(
+        config=True
+    )
+
+    limits = Dict(help="Resource limits of each kernel (fields of engine.limits.Limits)").tag(
         config=True
     )
 

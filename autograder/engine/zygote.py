@@ -2,7 +2,8 @@
 fresh, real ipykernel for every request, so no kernel pays for `import torch` again.
 
 Protocol: one JSON line per connection on a Unix socket.
-  {"op": "fork", "cmd": [...], "env": {...}, "cwd": "..."} -> {"pid": N}
+  {"op": "fork", "cmd": [...], "env": {...}, "cwd": "...", "limits": {...}} -> {"pid": N}
+  ("limits" is a Limits as a dict, see limits.py; missing means the defaults.)
   {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null,
                                  "cpu_s": float|null}
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
@@ -16,6 +17,8 @@ import json
 import os
 import socket
 import sys
+
+from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # Preloading the kernel's debugger would otherwise print a note about frozen modules on stderr.
@@ -67,8 +70,10 @@ def _warm_traceback_caches() -> None:
 
 
 def _become_kernel(request: dict) -> None:
-    """In the forked child: turn into an ipykernel started exactly as `cmd` asks."""
+    """In the forked child: turn into an ipykernel started exactly as `cmd` asks, within the
+    resource limits the request gives."""
     os.setsid()  # its own process group, so signals to the kernel reach its children too
+    Limits.from_dict(request.get("limits")).apply()
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

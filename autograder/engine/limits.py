@@ -1,0 +1,52 @@
+"""Resource limits of every kernel, set in the zygote's forked child before it becomes a kernel."""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import asdict, dataclass
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard and soft limits (setrlimit) for one kernel; None leaves a limit as inherited.
+
+    `processes` (RLIMIT_NPROC) counts every process and thread of the kernel's real user, and
+    Linux does not apply it to root at all, so it is only set when the kernel does not run as root.
+    """
+
+    address_space_mb: int | None = 2048  # RLIMIT_AS: a memory bomb gets MemoryError
+    cpu_seconds: int | None = 120  # RLIMIT_CPU: SIGXCPU, then SIGKILL, kills the kernel
+    file_size_mb: int | None = 64  # RLIMIT_FSIZE: a larger write fails with EFBIG
+    core_dumps: bool = False  # RLIMIT_CORE 0: a crashing kernel writes no core file
+    processes: int | None = 1024  # RLIMIT_NPROC: a fork bomb fails (not as root, see above)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> Limits:
+        return cls(**(values or {}))
+
+    def rlimits(self) -> dict[int, int]:
+        """{resource.RLIMIT_*: value} for what this object limits."""
+        chosen: dict[int, int | None] = {
+            resource.RLIMIT_AS: self.address_space_mb and self.address_space_mb * MIB,
+            resource.RLIMIT_CPU: self.cpu_seconds,
+            resource.RLIMIT_FSIZE: self.file_size_mb and self.file_size_mb * MIB,
+            resource.RLIMIT_CORE: None if self.core_dumps else 0,
+            resource.RLIMIT_NPROC: self.processes if os.geteuid() != 0 else None,
+        }
+        return {key: value for key, value in chosen.items() if value is not None}
+
+    def apply(self) -> None:
+        """Set the limits on this process (and so on everything it starts)."""
+        for key, soft in self.rlimits().items():
+            hard = resource.getrlimit(key)[1]
+            # CPU: SIGXCPU at the soft limit (the kernel dies of it), SIGKILL 5 s later.
+            ceiling = soft + 5 if key == resource.RLIMIT_CPU else soft
+            if hard != resource.RLIM_INFINITY:  # only root may raise a hard limit
+                soft, ceiling = min(soft, hard), min(ceiling, hard)
+            resource.setrlimit(key, (soft, ceiling))
