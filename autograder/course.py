@@ -20,7 +20,7 @@ def gradebook_url(root: Path) -> str:
     return f"sqlite:///{root / 'gradebook.db'}"
 
 
-COURSE_ORDER = ["forward_hooks", "backward_hooks", "module_apply"]
+COURSE_ORDER = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks"]
 
 
 def assignments(root: Path = ROOT) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ def run_notebook(
                 for _ in range(2 if cell.id in rerun else 1):
                     _execute(cell, run)
     run.stdout = out.getvalue()
+    if "matplotlib.pyplot" in sys.modules:  # a kernel would free its figures when it ends
+        sys.modules["matplotlib.pyplot"].close("all")
     return run
 
 

@@ -1,7 +1,7 @@
 """Ground-truth checks, one per grade id, used by the notebooks' visible and hidden test cells."""
 
 # Importing the modules registers their checks.
-from autograder.checks import apply, apply_init, backward, backward_quiz, forward, forward_api
+from autograder.checks import apply, apply_init, backward, backward_quiz, cnn, forward, forward_api
 from autograder.checks.registry import check, grade_ids, has_hidden
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "backward",
     "backward_quiz",
     "check",
+    "cnn",
     "forward",
     "forward_api",
     "grade_ids",

@@ -1,0 +1,17 @@
+# Forgets the ReLU (and normalises by the largest absolute value).
+# %% grad_cam
+def grad_cam(model, layer_name, x, class_index):
+    store = {}
+    def hook(module, input, output):
+        store["A"] = output.detach().clone()
+        output.register_hook(lambda g: store.update(G=g))
+    handle = model.get_submodule(layer_name).register_forward_hook(hook)
+    try:
+        model(x)[0, class_index].backward()
+    finally:
+        handle.remove()
+    alpha = store["G"].mean(dim=(2, 3))
+    cam = (alpha[0][:, None, None] * store["A"][0]).sum(0)
+    cam = cam / cam.abs().max()
+    return cam
+

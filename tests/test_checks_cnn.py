@@ -1,0 +1,173 @@
+"""Does every CNN-notebook check accept right answers and name each listed mistake?"""
+
+import os
+
+os.environ["MPLBACKEND"] = "Agg"  # the notebook plots; in-process runs must not need a display
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from golden import answers
+from notebook_runner import run_notebook
+
+from autograder import CheckFailed, NotDoneYet, check
+from autograder.checks.cnn_reference import hooks_left, manual_forward
+from autograder.models.cnn import make_digit_cnn
+
+A = "cnn_hooks"
+IDS = ("activation_recorder", "gradient_recorder", "grad_cam")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def solved():
+    return run_notebook(A, solutions=True)
+
+
+def failure(run, cell_id: str) -> str:
+    error = run.results[cell_id]
+    assert isinstance(error, CheckFailed), f"{cell_id} passed or crashed: {error!r}"
+    assert not isinstance(error, NotDoneYet), f"{cell_id}: {error.message}"
+    return error.message
+
+
+def section(case: str, grade_id: str) -> str:
+    text = answers(A, case)
+    return text[text.index(f"# %% {grade_id}") :].split("\n# %% ")[0]
+
+
+def test_solution_notebook_passes_every_check(solved):
+    assert solved.errors == {}
+    assert set(solved.results) == {f"{g}_{k}" for g in IDS for k in ("test", "hidden")}
+    assert all(error is None for error in solved.results.values()), solved.results
+
+
+def test_student_notebook_says_not_done_yet_everywhere():
+    run = run_notebook(A)
+    assert run.results
+    for cell_id, error in run.results.items():
+        assert isinstance(error, NotDoneYet), f"{cell_id}: {error!r}"
+
+
+MISTAKES = [
+    ("not_detached", "activation_recorder", "is not detached"),
+    ("detach_without_clone", "activation_recorder", "overwrote the conv's output"),
+    ("one_entry_per_module", "activation_recorder", "runs 2 times in one forward"),
+    ("hooks_left_registered", "activation_recorder", "still registered"),
+    ("hooks_left_registered", "gradient_recorder", "still registered"),
+    ("tensor_hook_after_inplace", "gradient_recorder", "gradient w.r.t. the ReLU's output"),
+    ("all_scores_backward", "gradient_recorder", "sum of ALL class scores"),
+    ("full_backward_hook_inplace", "gradient_recorder", "output.register_hook"),
+    ("cam_keeps_batch_dim", "grad_cam", "drop the extra dimensions"),
+    ("cam_without_relu", "grad_cam", "ReLU is missing"),
+]
+
+
+@pytest.mark.parametrize(("case", "grade_id", "phrase"), MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_submitted_mistakes_are_named(case, grade_id, phrase):
+    run = run_notebook(A, section(case, grade_id), until=f"{grade_id}_hidden")
+    visible = failure(run, f"{grade_id}_test")
+    assert phrase in visible, visible
+    with pytest.raises(CheckFailed) as hidden:
+        check(grade_id, run, hidden=True)
+    assert phrase in hidden.value.message, hidden.value.message
+
+
+def test_other_mistakes_are_named():
+    right = answers(A, "all_correct")
+    wrong = (
+        right.replace("records[name].append(output.detach().clone())", "records[name].append(output[0].detach().clone())")
+        .replace("    if cam.max() > 0:\n        cam = cam / cam.max()\n", "")
+    )  # fmt: skip
+    run = run_notebook(A, wrong)
+    assert "has shape (8, 16, 16), expected (1, 8, 16, 16)" in failure(
+        run, "activation_recorder_test"
+    )
+    assert "not normalised" in failure(run, "grad_cam_test")
+    assert "not normalised" in failure(run, "grad_cam_hidden")
+    assert {"gradient_recorder_test", "gradient_recorder_hidden"} <= run.passed()
+
+
+def test_a_full_backward_hook_works_where_nothing_is_in_place():
+    # The same hook is right for layers whose output no in-place op touches: only the ReLU is at fault.
+    full = section("full_backward_hook_inplace", "gradient_recorder")
+    run = run_notebook(A, full, until="gradient_recorder_run")
+    fn, model = run["record_gradients"], make_digit_cnn()
+    x = torch.randn(2, 1, 16, 16)
+    got = fn(model, x, 3, ["block2", "fc"])
+    outputs, _, logits = manual_forward(model, x)
+    expected = torch.autograd.grad(logits[:, 3].sum(), [outputs["block2"][0], logits])
+    assert torch.allclose(got["block2"], expected[0]) and torch.allclose(got["fc"], expected[1])
+
+
+def test_inputs_hard_coded_pass_visible_but_not_hidden():
+    run = run_notebook(A, answers(A, "notebook_digit_hard_coded"))
+    assert {"activation_recorder_test", "grad_cam_test"} <= run.passed()
+    for cell in ("activation_recorder_hidden", "grad_cam_hidden"):
+        assert "On a fresh DigitCNN" in failure(run, cell)
+
+
+def test_hidden_checks_leave_the_notebook_as_it_was(solved):
+    model = solved["model"]
+    before = {name: [t.clone() for t in ts] for name, ts in solved["activations"].items()}
+    weights = [p.detach().clone() for p in model.parameters()]
+    for grade_id in IDS:
+        check(grade_id, solved, hidden=True)
+    assert hooks_left(model) == []
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters(), strict=True))
+    for name, tensors in solved["activations"].items():
+        assert all(torch.equal(a, b) for a, b in zip(tensors, before[name], strict=True))
+
+
+def test_hidden_checks_draw_fresh_inputs(solved):
+    seen = []
+
+    def spy(model, x, layer_names):
+        seen.append(x.clone())
+        return solved["record_activations"](model, x, layer_names)
+
+    for _ in range(2):
+        check("activation_recorder", {"record_activations": spy}, hidden=True)
+    assert len(seen) == 6
+    assert len({(tuple(x.shape), x.flatten()[0].item()) for x in seen}) == 6
+
+
+def test_checker_forward_matches_the_model():
+    for size in (8, 12, 16):
+        model, x = make_digit_cnn((3, 5), size), torch.randn(2, 1, size, size)
+        _, _, logits = manual_forward(model, x)
+        assert torch.allclose(logits, model(x), atol=1e-6)
+
+
+def test_notebook_gradients_and_cam_match_autograd(solved):
+    # Computed here from scratch: a hook-free forward with separate (not in-place) ReLUs.
+    model, x, cls = solved["model"], solved["digit"], solved["predicted_class"]
+    c1 = model.block1[0](x)
+    r1 = torch.relu(c1)
+    c2 = model.block2[0](F.max_pool2d(r1, 2))
+    r2 = torch.relu(c2)
+    logits = model.fc(F.max_pool2d(r2, 2).flatten(1))
+    g_c1, g_r1, g_c2, g_r2 = torch.autograd.grad(logits[0, cls], [c1, r1, c2, r2])
+    got = solved["gradients"]
+    for name, want in {"block1.0": g_c1, "block1": g_r1, "block2.0": g_c2, "block2": g_r2}.items():
+        assert torch.allclose(got[name], want, atol=1e-6), name
+    assert not torch.allclose(g_c1, g_r1)  # the in-place pitfall is real for this digit
+    cam = torch.relu((g_r2.mean(dim=(2, 3), keepdim=True) * r2).sum(1))[0]
+    assert torch.allclose(solved["cam"], cam / cam.max(), atol=1e-6)
+    assert solved["cam"].shape == (8, 8)
+    assert len(solved["activations"]["pool"]) == 2
+    assert torch.allclose(solved["activations"]["block1.0"][0], c1, atol=1e-6)
+
+
+def test_notebook_model_behaves_like_the_checkers_copy(solved):
+    notebook_model, reference = solved["DigitCNN"](), make_digit_cnn()
+    reference.load_state_dict(notebook_model.state_dict())
+    x = torch.randn(3, 1, 16, 16)
+    assert torch.equal(notebook_model(x), reference(x))
