@@ -56,15 +56,20 @@ def _squash(name: str) -> str:
     return "".join(name.split()).lower()
 
 
-@register("deprecated_quiz")
-def deprecated_quiz(s: Student) -> str:
-    got = s.get("deprecated_grad_input", hint="Fill in `deprecated_grad_input` in the cell above.")
-    allowed = ", ".join(repr(n) for n in QUIZ_NAMES)
+def _names(s: Student, variable: str, allowed: str) -> list[str]:
+    """The student's answer to a quiz answered with a list of names (strings)."""
+    got = s.get(variable, hint=f"Fill in `{variable}` in the cell above.")
     if not isinstance(got, list | tuple) or not all(isinstance(g, str) for g in got):
         raise CheckFailed(
-            f"`deprecated_grad_input` should be a list of names from {allowed}, "
-            f"but it is {describe(got)}."
+            f"`{variable}` should be a list of names from {allowed}, but it is {describe(got)}."
         )
+    return list(got)
+
+
+@register("deprecated_quiz")
+def deprecated_quiz(s: Student) -> str:
+    allowed = ", ".join(repr(n) for n in QUIZ_NAMES)
+    got = _names(s, "deprecated_grad_input", allowed)
     known = {_squash(n): n for n in QUIZ_NAMES}
     for item in got:
         if _squash(item) not in known:
@@ -125,12 +130,8 @@ def _actual_order() -> list[str]:
 
 @register("event_order")
 def event_order(s: Student) -> str:
-    got = s.get("predicted_order", hint="Fill in `predicted_order` in the cell above.")
     allowed = ", ".join(repr(n) for n in EVENTS)
-    if not isinstance(got, list | tuple) or not all(isinstance(g, str) for g in got):
-        raise CheckFailed(
-            f"`predicted_order` should be a list of event names, but it is {describe(got)}."
-        )
+    got = _names(s, "predicted_order", allowed)
     unknown = [g for g in got if g not in EVENTS]
     if unknown:
         raise CheckFailed(f"{unknown[0]!r} is not an event name; choose from {allowed}.")
