@@ -47,9 +47,17 @@ def demo(args: argparse.Namespace) -> int:
     students = submit_samples(root)
     names = course.assignments(root)
     print(f"Submitted {len(students)} sample students x {len(names)} assignments.", flush=True)
-    for assignment in names:
-        print(f"Grading {assignment} (nbgrader autograde) ...", flush=True)
-        course.autograde(assignment, root=root)
+    if args.stock:
+        for assignment in names:
+            print(f"Grading {assignment} (nbgrader autograde) ...", flush=True)
+            course.autograde(assignment, root=root)
+    else:
+        from autograder.engine.run import autograde as run_batch
+
+        for assignment in names:
+            results = run_batch(root, assignment, force=True, jobs=DEFAULT_JOBS)
+            if any(r.status == "failed" for r in results):
+                return 1
     orders = {a: exercise_order(a, root) for a in names}
     report.print_tables(course.gradebook_url(root), orders)
     write_reports(root, orders)
@@ -104,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hooklab", description=__doc__)
     parser.add_argument("--root", type=Path, default=course.ROOT, help="the course folder")
     verbs = parser.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("demo", help="build, grade the bundled sample class, print the table")
+    demo_parser = verbs.add_parser(
+        "demo", help="build, grade the bundled sample class, print the table"
+    )
+    demo_parser.add_argument(
+        "--stock", action="store_true", help="grade with stock `nbgrader autograde`"
+    )
     build_parser = verbs.add_parser("build", help="regenerate notebooks/ from solutions/")
     build_parser.add_argument("assignments", nargs="*")
     verbs.add_parser("table", help="print the score table; write grades.csv and the report")

@@ -76,6 +76,10 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
     # Every cell has run and every output is in when the kernel is shut down; a graceful
     # shutdown only adds a round trip to a kernel that is never used again.
     settings.NotebookClient.shutdown_kernel = "immediate"
+    # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
+    # kernel listens on loopback only. Its other messages (errors) still come through.
+    extra = list(settings.Execute.get("extra_arguments", []))
+    settings.Execute.extra_arguments = [*extra, "--IPKernelApp.log_level=ERROR"]
     executor = CappedExecute(config=settings)
     executor.kernel_manager_class = WarmKernelManager
     running: dict = {}
