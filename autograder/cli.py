@@ -8,7 +8,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from autograder import course, notebooks, report, reports
+from autograder import course, notebooks, reports
 from autograder.engine.batch import DEFAULT_JOBS
 
 
@@ -59,7 +59,7 @@ def demo(args: argparse.Namespace) -> int:
             if any(r.status == "failed" for r in results):
                 return 1
     orders = {a: exercise_order(a, root) for a in names}
-    report.print_tables(course.gradebook_url(root), orders)
+    reports.print_tables(course.gradebook_url(root), orders)
     write_reports(root, orders)
     print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
     return 0
@@ -96,14 +96,14 @@ def autograde(args: argparse.Namespace) -> int:
         failed += sum(r.status == "failed" for r in results)
     if not args.db:
         orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
-        report.print_tables(course.gradebook_url(args.root), orders)
+        reports.print_tables(course.gradebook_url(args.root), orders)
         write_reports(args.root, orders)
     return 1 if failed else 0
 
 
 def table(args: argparse.Namespace) -> int:
     orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
-    report.print_tables(course.gradebook_url(args.root), orders)
+    reports.print_tables(course.gradebook_url(args.root), orders)
     write_reports(args.root, orders)
     return 0
 
