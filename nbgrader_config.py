@@ -17,3 +17,11 @@ c.CourseDirectory.course_id = "hooklab"
 # rest when it is only a warning.
 c.IgnorePattern.pattern = r"(?i)\bwarn(ing)?\b|NNPACK"
 c.Execute.timeout = 60
+
+# Student feedback shows each test cell's outputs (the checks' messages) but not the hidden tests'
+# code: nbgrader's own ClearHiddenTests runs on the feedback copy too (jupyter/nbgrader#917).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "nbgrader.preprocessors.ClearHiddenTests",
+]

@@ -2,6 +2,7 @@
 protections and outputs, and with one fresh warm kernel per submission?"""
 
 import os
+import re
 import shutil
 
 import nbformat
@@ -82,7 +83,11 @@ def test_stock_generate_feedback_and_export_work_on_the_engines_output(graded):
     root, _, _ = graded
     course.nbgrader("generate_feedback", "forward_hooks", "--force", root=root)
     feedback = root / "feedback" / "all_correct" / "forward_hooks" / "forward_hooks.html"
-    assert feedback.exists() and "forward_collect" in feedback.read_text(encoding="utf-8")
+    html = feedback.read_text(encoding="utf-8")
+    assert "forward_collect" in html and "answer holds [x1, x2, output]" in html
+    # Feedback hygiene: the hidden tests' outputs reach the student, their code does not.
+    text = re.sub(r"<[^>]+>", "", html)  # code is highlighted token by token
+    assert "HIDDEN TESTS" not in text and "hidden=True" not in text
     course.nbgrader("export", "--to", str(root / "export.csv"), root=root)
     rows = (root / "export.csv").read_text(encoding="utf-8").splitlines()
     assert any(row.startswith("forward_hooks,") and ",all_correct," in row for row in rows)
