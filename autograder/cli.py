@@ -58,15 +58,16 @@ def demo(args: argparse.Namespace) -> int:
             results = run_batch(root, assignment, force=True, jobs=DEFAULT_JOBS)
             if any(r.status == "failed" for r in results):
                 return 1
-    orders = {a: exercise_order(a, root) for a in names}
-    reports.print_tables(course.gradebook_url(root), orders)
-    write_reports(root, orders)
+    show_results(root)
     print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
     return 0
 
 
-def write_reports(root: Path, orders: dict[str, list[str]]) -> None:
+def show_results(root: Path) -> None:
+    """Print the score tables of the course's gradebook; write grades.csv and the class report."""
+    orders = {a: exercise_order(a, root) for a in course.assignments(root)}
     db = course.gradebook_url(root)
+    reports.print_tables(db, orders)
     csv_path = reports.write_grades_csv(db, orders, root / "grades.csv")
     html_path = reports.write_class_report(db, root, orders, root / "reports" / "class.html")
     print(f"Grades: {csv_path}\nClass report: {html_path}")
@@ -95,16 +96,12 @@ def autograde(args: argparse.Namespace) -> int:
         )
         failed += sum(r.status == "failed" for r in results)
     if not args.db:
-        orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
-        reports.print_tables(course.gradebook_url(args.root), orders)
-        write_reports(args.root, orders)
+        show_results(args.root)
     return 1 if failed else 0
 
 
 def table(args: argparse.Namespace) -> int:
-    orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
-    reports.print_tables(course.gradebook_url(args.root), orders)
-    write_reports(args.root, orders)
+    show_results(args.root)
     return 0
 
 

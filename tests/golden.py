@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import tomllib
 from pathlib import Path
 
-from autograder import notebooks
+from autograder import course, notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -39,3 +40,23 @@ def expected_scores(assignment: str, case: str) -> dict[str, float]:
 
 def golden_keys() -> dict[str, dict[str, float]]:
     return tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))
+
+
+def make_course(
+    root: Path, assignments: list[str] | None = None, *, db_url: str | None = None, config: str = ""
+) -> Path:
+    """A throwaway course in `root`: the repo's nbgrader_config.py (plus `config` lines), the
+    solutions of `assignments` (default: all), student notebooks built by generate_assignment."""
+    text = (ROOT / "nbgrader_config.py").read_text(encoding="utf-8")
+    (root / "nbgrader_config.py").write_text(f"{text}\n{config}\n", encoding="utf-8")
+    for assignment in assignments or course.assignments():
+        shutil.copytree(ROOT / "solutions" / assignment, root / "solutions" / assignment)
+    course.build(root=root, db_url=db_url)
+    return root
+
+
+def submit_cases(root: Path, assignment: str, names: list[str]) -> None:
+    """Submit named submissions of `assignment`, each as the student of the same name."""
+    for name in names:
+        nb = course.answered_notebook(answers(assignment, name), assignment, root)
+        course.submit(nb, name, assignment, root)

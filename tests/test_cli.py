@@ -1,25 +1,18 @@
 """Does `hooklab autograde` grade a course end to end and leave the instructor's files?"""
 
 import csv
-import shutil
 
 import pytest
-from golden import ROOT, expected_scores
-from golden import answers as answer_text
+from golden import expected_scores, make_course, submit_cases
 
-from autograder import course
 from autograder.cli import main
 
 pytestmark = pytest.mark.nbgrader
 
 
 def test_autograde_command_grades_and_writes_grades_csv_and_report(tmp_path, capsys):
-    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
-    shutil.copytree(ROOT / "solutions" / "forward_hooks", tmp_path / "solutions" / "forward_hooks")
-    course.build(root=tmp_path)
-    for case in ("all_correct", "blank"):
-        nb = course.answered_notebook(answer_text("forward_hooks", case), "forward_hooks", tmp_path)
-        course.submit(nb, case, "forward_hooks", tmp_path)
+    make_course(tmp_path, ["forward_hooks"])
+    submit_cases(tmp_path, "forward_hooks", ["all_correct", "blank"])
 
     assert main(["--root", str(tmp_path), "autograde", "forward_hooks", "-j", "2"]) == 0
 

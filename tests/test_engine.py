@@ -3,12 +3,11 @@ protections and outputs, and with one fresh warm kernel per submission?"""
 
 import os
 import re
-import shutil
 
 import nbformat
 import pytest
-from golden import ROOT, cases, expected_scores
 from golden import answers as answer_text
+from golden import cases, expected_scores, make_course, submit_cases
 
 from autograder import course, gradebook, notebooks
 from autograder.engine.batch import Batch
@@ -23,12 +22,9 @@ def graded(tmp_path_factory):
     """A throwaway course where every named submission, plus three special ones, is graded by
     the engine."""
     root = tmp_path_factory.mktemp("engine-course")
-    shutil.copy(ROOT / "nbgrader_config.py", root)
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    course.build(root=root)
-    for assignment, case in cases():
-        nb = course.answered_notebook(answer_text(assignment, case), assignment, root)
-        course.submit(nb, case, assignment, root)
+    make_course(root)
+    for assignment in course.assignments(root):
+        submit_cases(root, assignment, [c for a, c in cases() if a == assignment])
     # A test cell emptied by the student: nbgrader restores it from the gradebook.
     nb = course.answered_notebook(
         answer_text("forward_hooks", "all_correct"), "forward_hooks", root

@@ -6,10 +6,9 @@ import os
 import shutil
 
 import pytest
-from golden import ROOT, expected_scores
-from golden import answers as answer_text
+from golden import expected_scores, make_course, submit_cases
 
-from autograder import course, gradebook
+from autograder import gradebook
 from autograder.engine.batch import Batch
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
@@ -26,12 +25,8 @@ CASES = ["all_correct", "blank", "patched_class", "registered_twice"]
 def course_copy(tmp_path_factory):
     """A throwaway course with the named submissions in submitted/ and nothing graded yet."""
     root = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "nbgrader_config.py", root)
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    course.build([ASSIGNMENT], root=root)
-    for case in CASES:
-        nb = course.answered_notebook(answer_text(ASSIGNMENT, case), ASSIGNMENT, root)
-        course.submit(nb, case, ASSIGNMENT, root)
+    make_course(root, [ASSIGNMENT])
+    submit_cases(root, ASSIGNMENT, list(CASES))
     return root
 
 

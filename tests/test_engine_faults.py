@@ -3,12 +3,11 @@ output, a file that is not a usable notebook) into a clear per-submission result
 batch with the other submissions graded as usual?"""
 
 import json
-import shutil
 
 import nbformat
 import pytest
-from golden import ROOT, expected_scores
 from golden import answers as answer_text
+from golden import expected_scores, make_course
 
 from autograder import course, gradebook, notebooks
 from autograder.engine.batch import Batch
@@ -42,10 +41,7 @@ def faults(tmp_path_factory):
     """A course with only forward_hooks, one submission per fault plus a correct control, all
     graded by the engine in one batch with a 5 s cell timeout."""
     root = tmp_path_factory.mktemp("faults-course")
-    config = (ROOT / "nbgrader_config.py").read_text(encoding="utf-8")
-    (root / "nbgrader_config.py").write_text(f"{config}\nc.Execute.timeout = {TIMEOUT}\n")
-    shutil.copytree(ROOT / "solutions" / ASSIGNMENT, root / "solutions" / ASSIGNMENT)
-    course.build(root=root)
+    make_course(root, [ASSIGNMENT], config=f"c.Execute.timeout = {TIMEOUT}")
     correct = notebooks.parse_answers(answer_text(ASSIGNMENT, "all_correct"))
     student = notebooks.read(course.notebook_path("notebooks", ASSIGNMENT, root))
     course.submit(notebooks.fill_answers(student, correct), "all_correct", ASSIGNMENT, root)

@@ -12,10 +12,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from golden import ROOT, expected_scores
-from golden import answers as answer_text
+from golden import expected_scores, make_course, submit_cases
 
-from autograder import course, gradebook
+from autograder import gradebook
 from autograder.engine.batch import Batch
 
 pytestmark = [
@@ -91,12 +90,8 @@ def postgres_url():
 def graded(tmp_path_factory, postgres_url):
     """Build the course into the PostgreSQL gradebook, submit the cases, grade with the engine."""
     root = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "nbgrader_config.py", root)
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    course.build([ASSIGNMENT], root=root, db_url=postgres_url)
-    for case in CASES:
-        nb = course.answered_notebook(answer_text(ASSIGNMENT, case), ASSIGNMENT, root)
-        course.submit(nb, case, ASSIGNMENT, root)
+    make_course(root, [ASSIGNMENT], db_url=postgres_url)
+    submit_cases(root, ASSIGNMENT, list(CASES))
     results = list(Batch(root, ASSIGNMENT, db_url=postgres_url, force=True).run(2))
     assert not (root / "gradebook.db").exists(), "something wrote to the SQLite gradebook"
     return results, gradebook.scores(postgres_url, ASSIGNMENT)

@@ -1,11 +1,8 @@
 """The full round trip through the real nbgrader command line, in a copy of the course:
 generate_assignment -> submit as students -> autograde -> read the gradebook."""
 
-import shutil
-
 import pytest
-from golden import ROOT, cases, expected_scores
-from golden import answers as answer_text
+from golden import ROOT, cases, expected_scores, make_course, submit_cases
 
 from autograder import course, gradebook, notebooks
 
@@ -16,11 +13,7 @@ ASSIGNMENTS = course.assignments()
 @pytest.fixture(scope="module")
 def course_copy(tmp_path_factory):
     """A throwaway course: nbgrader_config.py and solutions/, student notebooks generated anew."""
-    root = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "nbgrader_config.py", root)
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    course.build(root=root)
-    return root
+    return make_course(tmp_path_factory.mktemp("course"))
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +25,7 @@ def graded(course_copy):
         course.submit(solution, "solution", assignment, root)
         untouched = notebooks.read(course.notebook_path("notebooks", assignment, root))
         course.submit(untouched, "untouched", assignment, root)
-        for case_assignment, case in cases():
-            if case_assignment == assignment:
-                nb = course.answered_notebook(answer_text(assignment, case), assignment, root)
-                course.submit(nb, case, assignment, root)
+        submit_cases(root, assignment, [c for a, c in cases() if a == assignment])
         course.autograde(assignment, root=root)
     db = course.gradebook_url(root)
     return root, {a: gradebook.scores(db, a) for a in ASSIGNMENTS}
