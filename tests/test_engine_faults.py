@@ -48,6 +48,10 @@ def faults(tmp_path_factory):
     for case, source in LAST_CELL.items():
         nb = notebooks.fill_answers(student, {**correct, "mlp_report": source})
         course.submit(nb, case, ASSIGNMENT, root)
+    # The kernel dies in the first exercise: nothing after it may count as passed, although
+    # nbgrader scores a test cell without an error output as passed.
+    early = {**correct, "forward_collect": "import os\nos._exit(3)"}
+    course.submit(notebooks.fill_answers(student, early), "dies_early", ASSIGNMENT, root)
     huge = {**correct, "mlp_report": HUGE_OUTPUT + correct["mlp_report"]}
     course.submit(notebooks.fill_answers(student, huge), "huge_output", ASSIGNMENT, root)
     good = json.loads(nbformat.writes(notebooks.fill_answers(student, correct)))
@@ -72,8 +76,9 @@ EXPECTED = {
     "long_sleep": ("graded", "cell mlp_report timed out after 5 s"),
     "memory_bomb": ("graded", "cell mlp_report ran out of memory (MemoryError"),
     "huge_output": ("graded", "cell mlp_report printed too much; its output was cut"),
-    "segfault": ("failed", "kernel died (signal 11, SIGSEGV) while running cell mlp_report"),
-    "os_exit": ("failed", "kernel died (exit code 1) while running cell mlp_report"),
+    "segfault": ("graded", "kernel died (signal 11, SIGSEGV) while running cell mlp_report"),
+    "os_exit": ("graded", "kernel died (exit code 1) while running cell mlp_report"),
+    "dies_early": ("graded", "kernel died (exit code 3) while running cell forward_collect"),
     "invalid_json": ("failed", "forward_hooks.ipynb is not valid JSON (line 1, column 12)"),
     "empty_file": ("failed", "forward_hooks.ipynb is empty"),
     "wrong_nbformat_version": ("failed", "is nbformat version 99; the grader needs version 4"),
@@ -109,12 +114,22 @@ def test_the_control_and_the_huge_output_get_full_marks(faults):
     assert _scores(scores, "huge_output") == full
 
 
-@pytest.mark.parametrize("case", ["infinite_loop", "long_sleep", "memory_bomb"])
+@pytest.mark.parametrize(
+    "case", ["infinite_loop", "long_sleep", "memory_bomb", "segfault", "os_exit"]
+)
 def test_a_fault_in_the_last_cell_keeps_the_points_earned_before_it(faults, case):
     _, _, scores = faults
     earned = {**expected_scores(ASSIGNMENT, "all_correct")}
     earned.update(mlp_report_test=0.0, mlp_report_hidden=0.0)
     assert _scores(scores, case) == earned
+
+
+def test_after_a_kernel_death_no_later_cell_scores(faults):
+    root, _, scores = faults
+    assert set(_scores(scores, "dies_early").values()) == {0.0}
+    autograded = notebooks.read(course.notebook_path("autograded/dies_early", ASSIGNMENT, root))
+    hidden = next(c for c in autograded.cells if c.id == "forward_add5_hidden")
+    assert "not run: the kernel died (exit code 3)" in hidden.outputs[0].evalue
 
 
 def test_failed_submissions_leave_no_autograded_folder(faults):

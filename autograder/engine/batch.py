@@ -1,5 +1,6 @@
-"""Grade a batch: discover submissions, grade them in parallel threads of this process (the only
-gradebook user), executing notebooks in warm kernels here or on a Dask cluster."""
+"""Grade a batch: discover submissions; for each, this process (the only gradebook user) does
+nbgrader's bookkeeping while workers, here or on a Dask cluster, sanitize, execute and score its
+notebooks (pipeline.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import fnmatch
 import json
 import multiprocessing
 import os
-import shutil
 import threading
 import time
 import traceback
@@ -17,17 +17,21 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.engine.converter import EngineAutograde, bind_thread
-from autograder.engine.execute import TRUNCATED, Executed, KernelDied, execute_notebook
+from autograder.engine.converter import EngineAutograde
+from autograder.engine.execute import TRUNCATED
 from autograder.engine.inspect_submission import submission_problems
 from autograder.engine.limits import Limits
+from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebook
+from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
-EXECUTION_SECTIONS = ("Execute", "ExecutePreprocessor", "NotebookClient", "WarmKernelManager")
+Dispatch = Callable[[NotebookJob], NotebookResult]
+
 # A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
@@ -63,24 +67,23 @@ def submitted_students(coursedir: CourseDirectory, assignment: str, pattern: str
     return sorted(s for s in found if fnmatch.fnmatchcase(s, pattern))
 
 
-def execution_settings(config: Config) -> dict:
-    """The part of the course config that the workers' Execute step needs, as plain dicts."""
-    return {name: dict(config[name]) for name in EXECUTION_SECTIONS if name in config}
+def plain_config(config: Config) -> dict:
+    """The course config as plain nested dicts, to send to workers."""
+    return {name: dict(section) for name, section in config.items() if isinstance(section, dict)}
 
 
 @contextlib.contextmanager
-def local_workers(config: Config, jobs: int) -> Iterator[Callable[[str, str], Executed]]:
-    """Worker processes on this machine that execute notebooks, sharing one zygote.
+def local_workers(jobs: int) -> Iterator[Dispatch]:
+    """Worker processes on this machine that grade notebooks, sharing one zygote.
 
     They are forked before any grading thread exists (fork copies only the calling thread), and
-    they keep the nbclient work off this process, whose single core then serves nbgrader's
-    bookkeeping for every submission.
+    they keep nbconvert's and nbclient's work off this process, whose single core then serves
+    nbgrader's bookkeeping for every submission.
     """
-    settings = execution_settings(config)
     os.environ[ZYGOTE_ENV] = Zygote.current().path
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
-        yield lambda notebook, cwd: pool.submit(execute_notebook, notebook, cwd, settings).result()
+        yield lambda job: pool.submit(grade_notebook, job).result()
 
 
 class Batch:
@@ -94,7 +97,7 @@ class Batch:
         students: str = "*",
         force: bool = False,
         db_url: str | None = None,
-        dispatch: Callable[[str, str], Executed] | None = None,
+        dispatch: Dispatch | None = None,
         scheduler: str | None = None,
     ) -> None:
         self.config = load_config(root, db_url)
@@ -104,16 +107,24 @@ class Batch:
         self.students = submitted_students(self.coursedir, assignment, students)
         self.dispatch, self.scheduler = dispatch, scheduler
         self.gradebook_lock = threading.Lock()
+        self.plain_config = plain_config(self.config)
+        self.snapshot: GradebookSnapshot | None = None
+        self.preload: list[str] = []
 
     def run(self, jobs: int) -> Iterator[SubmissionResult]:
         """Grade every submission; yields results as they finish (in completion order)."""
+        try:
+            self.snapshot = GradebookSnapshot.read(self.coursedir.db_url, self.assignment)
+            self.preload = self.snapshot.imported_modules()
+        except MissingEntry:
+            self.snapshot = None  # each submission then fails with nbgrader's own message
         with contextlib.ExitStack() as stack:
             if self.dispatch is None and self.scheduler:
                 from autograder.engine.cluster import dask_workers
 
-                self.dispatch = stack.enter_context(dask_workers(self.config, self.scheduler))
+                self.dispatch = stack.enter_context(dask_workers(self.scheduler))
             elif self.dispatch is None:
-                self.dispatch = stack.enter_context(local_workers(self.config, jobs))
+                self.dispatch = stack.enter_context(local_workers(jobs))
             # More grading threads than workers, so a worker never waits for bookkeeping.
             threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
             futures = [threads.submit(self.grade, student) for student in self.students]
@@ -123,51 +134,72 @@ class Batch:
     def grade(self, student: str) -> SubmissionResult:
         """Grade one submission the way `nbgrader autograde` does; never raises."""
         start = time.perf_counter()
-        executed = bind_thread(self.dispatch, self.gradebook_lock)
         converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
         converter.force = self.force
         source = Path(converter._format_source(self.assignment, student))
         converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
-        status, message = "graded", ""
-        with self.gradebook_lock:
-            try:
+        results: list[NotebookResult] = []
+        try:
+            with self.gradebook_lock:
                 if not converter.init_destination(self.assignment, student):
-                    status = "skipped"
-                else:
-                    converter.init_assignment(self.assignment, student)
-                    for notebook in converter.notebooks:
-                        converter.convert_single_notebook(notebook)
-                    converter.set_permissions(self.assignment, student)
-            except Exception as error:  # one submission never stops the batch
-                status, message = "failed", self._explain(error, source)
-                shutil.rmtree(converter._format_dest(self.assignment, student), ignore_errors=True)
-        if status == "graded":
-            notes = submission_problems(source, self.assignment)
-            notes += [note for e in executed for note in self._execution_notes(e)]
-            message = "; ".join(notes)
-        peaks = [e.kernel_peak_rss_mb for e in executed if e.kernel_peak_rss_mb]
+                    return SubmissionResult(student, self.assignment, "skipped", 0.0)
+                converter.start_staging(self.assignment, student)
+                converter.init_assignment(self.assignment, student)
+            for notebook in converter.notebooks:
+                results.append(self._grade_notebook(converter, student, notebook))
+            with self.gradebook_lock:
+                converter.set_permissions(self.assignment, student)
+                converter.finish_staging(self.assignment, student)
+        except Exception as error:  # one submission never stops the batch
+            converter.discard(self.assignment, student)
+            message = self._explain(error, source)
+            return SubmissionResult(
+                student, self.assignment, "failed", time.perf_counter() - start, message
+            )
+        notes = submission_problems(source, self.assignment)
+        notes += [note for result in results for note in self._execution_notes(result)]
+        peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
         return SubmissionResult(
             student,
             self.assignment,
-            status,
+            "graded",
             time.perf_counter() - start,
-            message,
+            "; ".join(notes),
             max(peaks) if peaks else None,
         )
 
+    def _grade_notebook(
+        self, converter: EngineAutograde, student: str, notebook: str
+    ) -> NotebookResult:
+        """One notebook: a worker grades it, then this process records it (under the lock)."""
+        resources = converter.notebook_resources(notebook)
+        destination = converter.destination(self.assignment, student)
+        # The kernel's working folder, as in nbgrader (whose sanitize pass has written it by now).
+        destination.mkdir(parents=True, exist_ok=True)
+        job = NotebookJob(
+            text=Path(notebook).read_bytes().decode("utf-8"),
+            resources={"nbgrader": dict(resources["nbgrader"])},
+            snapshot=self.snapshot,
+            config=self.plain_config,
+            cwd=str(destination),
+            preload=self.preload,
+        )
+        result = self.dispatch(job)
+        with self.gradebook_lock:
+            converter.save(resources, result)
+        return result
+
     def _explain(self, error: Exception, source: Path) -> str:
         """Why a submission failed, in plain words where the cause is known."""
-        if isinstance(error, KernelDied):
-            return str(error)
         problems = submission_problems(source, self.assignment)
         return "; ".join(problems) if problems else _describe(error)
 
-    def _execution_notes(self, executed: Executed) -> list[str]:
+    def _execution_notes(self, result: NotebookResult) -> list[str]:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
         timeout = self.config.Execute.get("timeout", 30)
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
-        notes = []
-        for cell in json.loads(executed.notebook).get("cells", []):
+        notes = [f"{result.death}; the cells after it were not run"] if result.death else []
+        for cell in json.loads(result.output).get("cells", []):
             name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
             outputs = cell.get("outputs", [])
             errors = {o.get("ename") for o in outputs if o.get("output_type") == "error"}

@@ -1,51 +1,68 @@
-"""nbgrader's own Autograde converter with one change: the Execute step hands the notebook to a
-worker and waits for it. Cell restoring, scoring and gradebook records are stock nbgrader."""
+"""The grading process's side of `nbgrader autograde`: nbgrader's own Autograde converter for
+everything that touches the gradebook or the course folders (destination, student and submission
+records, copied files, permissions), and the two gradebook writes of its autograde pass
+(SaveAutoGrades, AssignLatePenalties) for a notebook a worker has graded (see pipeline.py)."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
+import shutil
+from pathlib import Path
 
 import nbformat
+from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.writers import FilesWriter
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
-from nbgrader.converters.base import BaseConverter
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import AssignLatePenalties
 
-from autograder.engine import gradebook_cache, schema_cache
-from autograder.engine.execute import Executed
+from autograder.engine import gradebook_cache, speedups
+from autograder.engine.pipeline import NotebookResult
 
-schema_cache.install()
+speedups.install()
 gradebook_cache.install()
 
-Dispatch = Callable[[str, str], Executed]  # (notebook JSON, kernel cwd) -> executed notebook
 
-# Grading threads share the parent process; each one says here where its notebooks execute.
-_local = threading.local()
-
-
-class RemoteExecute(NbGraderPreprocessor):
-    """Stands where nbgrader's Execute stands, and runs the notebook through `_local.dispatch`.
-
-    While it waits, it releases the gradebook lock its thread holds, so other submissions can
-    use the gradebook; the parent process stays its only user (one SQLite writer).
-    """
-
-    def preprocess(self, nb, resources):
-        lock, dispatch = _local.gradebook_lock, _local.dispatch
-        cwd = resources.get("metadata", {}).get("path") or "."
-        lock.release()
-        try:
-            executed = dispatch(nbformat.writes(nb), cwd)
-        finally:
-            lock.acquire()
-        _local.executed.append(executed)
-        return nbformat.reads(executed.notebook, as_version=nbformat.NO_CONVERT), resources
+STAGING = ".{assignment}.hooklab-partial"  # beside autograded/<student>/<assignment>
 
 
 class EngineAutograde(Autograde):
-    """Autograde whose execution happens elsewhere; see RemoteExecute."""
+    """Autograde whose notebooks are sanitized, executed and scored by workers.
+
+    A submission's autograded folder appears only once its grades are saved: it is filled in a
+    staging folder beside it and renamed into place at the end. nbgrader skips a submission
+    whose folder exists, so a grader killed half-way must not leave one behind, or its rerun
+    would skip a submission that has no grades.
+    """
+
+    staging = False  # while True, the destination is the staging folder
+
+    def _format_dest(self, assignment_id: str, student_id: str, escape: bool = False) -> str:
+        final = super()._format_dest(assignment_id, student_id, escape)
+        if not self.staging:
+            return final
+        return str(Path(final).parent / STAGING.format(assignment=Path(final).name))
+
+    def start_staging(self, assignment: str, student: str) -> None:
+        """From now on write to a fresh staging folder (left over from a killed run or not)."""
+        self.staging = True
+        shutil.rmtree(self._format_dest(assignment, student), ignore_errors=True)
+
+    def finish_staging(self, assignment: str, student: str) -> None:
+        """Put the completed folder in place: one rename, so it is there whole or not at all."""
+        staged = Path(self._format_dest(assignment, student))
+        self.staging = False
+        staged.mkdir(parents=True, exist_ok=True)
+        os.replace(staged, self._format_dest(assignment, student))
+
+    def discard(self, assignment: str, student: str) -> None:
+        """Remove what grading a failed submission left, as nbgrader does."""
+        for staging in (True, False):
+            self.staging = staging
+            shutil.rmtree(self._format_dest(assignment, student), ignore_errors=True)
+        student_folder = Path(self._format_dest(assignment, student)).parent
+        if student_folder.is_dir() and not any(student_folder.iterdir()):
+            student_folder.rmdir()  # made only for the staging folder
 
     def prepare(self, notebooks: list[str]) -> None:
         """What nbgrader's `start()` does before its loop, for one submission's notebooks (and
@@ -54,32 +71,45 @@ class EngineAutograde(Autograde):
         self.writer = FilesWriter(parent=self, config=self.config)
         self.exporter = self.exporter_class(parent=self, config=self.config)
 
-    def convert_single_notebook(self, notebook_filename: str) -> None:
-        """nbgrader's two passes (sanitize, then autograde), minus its NBGRADER_EXECUTION
-        setenv: grading threads would race on os.environ. The kernel gets the variable from
-        the worker instead (see execute.py)."""
-        self._sanitizing = True
-        self._init_preprocessors()
-        BaseConverter.convert_single_notebook(self, notebook_filename)
-        build = self.writer.build_directory
-        self._sanitizing = False
-        self._init_preprocessors()
-        try:
-            BaseConverter.convert_single_notebook(
-                self, os.path.join(build, os.path.basename(notebook_filename))
-            )
-        finally:
-            self._sanitizing = True
+    def notebook_resources(self, notebook_filename: str) -> ResourcesDict:
+        """nbgrader's resources for one submitted notebook (student, assignment, notebook, db)."""
+        resources = ResourcesDict()
+        resources.update(self.init_single_notebook_resources(notebook_filename))
+        resources["output_extension"] = ".ipynb"
+        return resources
 
-    def _init_preprocessors(self) -> None:
-        super()._init_preprocessors()
-        self.exporter._preprocessors = [
-            RemoteExecute(parent=self.exporter) if isinstance(pp, Execute) else pp
-            for pp in self.exporter._preprocessors
-        ]
+    def destination(self, assignment: str, student: str) -> Path:
+        return Path(self._format_dest(assignment, student))
+
+    def save(self, resources: ResourcesDict, result: NotebookResult) -> None:
+        """Record a graded notebook as nbgrader's autograde pass does: scores and comments, the
+        late penalty, then the autograded file."""
+        ids = resources["nbgrader"]
+        save_auto_grades(ids, result)
+        penalties = AssignLatePenalties(parent=self, config=self.config)
+        penalties.preprocess(nbformat.v4.new_notebook(), resources)
+        self.write_single_notebook(result.output, resources)
 
 
-def bind_thread(dispatch: Dispatch, gradebook_lock: threading.Lock) -> list[Executed]:
-    """Route this thread's executions through `dispatch`; returns the list they are logged to."""
-    _local.dispatch, _local.gradebook_lock, _local.executed = dispatch, gradebook_lock, []
-    return _local.executed
+def save_auto_grades(ids: dict, result: NotebookResult) -> None:
+    """SaveAutoGrades' records, in one transaction instead of one commit per cell.
+
+    For each grade cell: its auto score, and whether it needs manual grading (it does when a
+    grader scored it before, or when there is no auto score). For each solution cell: the
+    automatic comment. The values come from nbgrader's own rules (pipeline.scores_and_comments).
+    """
+    with Gradebook(ids["db_url"]) as gb:
+        notebook = gb.find_submission_notebook(ids["notebook"], ids["assignment"], ids["student"])
+        grades = {grade.name: grade for grade in notebook.grades}
+        comments = {comment.name: comment for comment in notebook.comments}
+        for name, score in result.scores.items():
+            if name not in grades:
+                raise MissingEntry(f"No such grade: {name}")
+            grade = grades[name]
+            grade.auto_score = score
+            grade.needs_manual_grade = grade.manual_score is not None or score is None
+        for name, text in result.comments.items():
+            if name not in comments:
+                raise MissingEntry(f"No such comment: {name}")
+            comments[name].auto_comment = text
+        gb.db.commit()

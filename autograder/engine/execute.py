@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import nbformat
 from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
@@ -61,16 +62,21 @@ class KernelDied(RuntimeError):
     """The kernel ended while a cell ran (a crash, os._exit, a resource limit's signal)."""
 
 
-def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Executed:
-    """Execute `notebook` (JSON text) in a kernel forked from this machine's zygote.
+@dataclass
+class KernelRun:
+    death: str  # "" or "kernel died (signal 11, SIGSEGV) while running cell X"
+    kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
 
-    `cwd` is the kernel's working folder (nbgrader uses the autograded submission folder); on a
-    worker that cannot see it, a temporary folder stands in. `config` is traitlets config as a
-    plain dict (for example {"Execute": {"timeout": 60}}).
+
+def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
+    """Execute `nb` in place in a kernel forked from this machine's zygote, with nbgrader's Execute.
+
+    When the kernel dies, the cells run before keep their outputs (and so their points), the
+    cell that was running gets an error saying how it died, and every later graded cell an error
+    saying it was not run: nbgrader scores an unrun test cell as passed, which it must not be.
+    `cwd` is the kernel's working folder; on a worker that cannot see it, a temporary one.
     """
-    start = time.perf_counter()
-    nb = nbformat.reads(notebook, as_version=nbformat.NO_CONVERT)
-    settings = Config(config or {})
+    settings = Config(config)
     # What nbgrader sets while it executes; given to the kernel only, not to this process.
     settings.WarmKernelManager.extra_env = {"NBGRADER_EXECUTION": "autograde"}
     # Every cell has run and every output is in when the kernel is shut down; a graceful
@@ -84,17 +90,39 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
     executor.kernel_manager_class = WarmKernelManager
     running: dict = {}
     executor.on_cell_start = lambda cell, cell_index: running.update(
-        cell=cell, pid=executor.km.provisioner.pid
+        cell=cell, index=cell_index, pid=executor.km.provisioner.pid
     )
+    death = ""
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch
-        resources = {"metadata": {"path": path}}
         try:
-            executor.preprocess(nb, resources)
+            executor.preprocess(nb, {"metadata": {"path": path}})
         except DeadKernelError:
-            raise KernelDied(_death(running)) from None
-    peak = Zygote.current().peak_rss_mb or None
-    return Executed(nbformat.writes(nb), time.perf_counter() - start, peak)
+            death = _death(running)
+            _mark_unrun(nb, running.get("index", -1), death)
+    return KernelRun(death, Zygote.current().peak_rss_mb or None)
+
+
+def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Executed:
+    """Execute `notebook` (JSON text) in a warm kernel; raises KernelDied if the kernel died."""
+    start = time.perf_counter()
+    nb = nbformat.reads(notebook, as_version=nbformat.NO_CONVERT)
+    run = run_in_warm_kernel(nb, cwd, Config(config or {}))
+    if run.death:
+        raise KernelDied(run.death)
+    return Executed(nbformat.writes(nb), time.perf_counter() - start, run.kernel_peak_rss_mb)
+
+
+def _error(text: str) -> NotebookNode:
+    return nbformat.v4.new_output("error", ename="KernelDied", evalue=text, traceback=[text])
+
+
+def _mark_unrun(nb: NotebookNode, died_at: int, death: str) -> None:
+    if 0 <= died_at < len(nb.cells):
+        nb.cells[died_at].outputs.append(_error(death))
+    for cell in nb.cells[died_at + 1 :]:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [_error(f"not run: the {death}")]
 
 
 def _death(running: dict) -> str:

@@ -37,15 +37,18 @@ class Zygote:
     def __init__(self, path: str | None = None) -> None:
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process, self.peak_rss_mb = None, path, None, 0.0
+            self.preloaded: set[str] = set()
             return
         self.dir = tempfile.mkdtemp(prefix="hooklab-zygote-")
         self.path = os.path.join(self.dir, "zygote.sock")
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         command = [sys.executable, "-m", "autograder.engine.zygote", self.path]
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-        if self.process.stdout.readline().strip() != "ready":
+        # It listens before it imports torch; requests wait until it has.
+        if self.process.stdout.readline().strip() != "listening":
             raise RuntimeError("the kernel template process failed to start")
         self.peak_rss_mb = 0.0
+        self.preloaded = set()
 
     @classmethod
     def current(cls) -> Zygote:
@@ -70,7 +73,18 @@ class Zygote:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(self.path)
             connection.sendall((json.dumps(message) + "\n").encode())
-            return json.loads(connection.makefile("r").readline())
+            reply = connection.makefile("r").readline()
+        if not reply:
+            code = self.process.poll() if self.process else None
+            raise RuntimeError(f"the kernel template process ended (exit code {code})")
+        return json.loads(reply)
+
+    def preload(self, modules: list[str]) -> None:
+        """Have the template import `modules` (once per process) before it forks more kernels."""
+        wanted = set(modules) - self.preloaded
+        if wanted:
+            self.request(op="preload", modules=sorted(wanted))
+            self.preloaded |= wanted
 
     def stop(self) -> None:
         if self.process is None:  # not ours to stop

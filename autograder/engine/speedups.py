@@ -1,0 +1,110 @@
+"""Drop-in speed-ups for the library code every graded notebook passes through. Each computes the
+same verdicts and values as the code it stands in for, only without repeating work:
+
+* nbgrader validates every cell's metadata with `jsonschema.validate(meta, schema)`, which checks
+  the schema itself on every call: here one compiled validator per schema, and metadata already
+  found valid is not validated again (the same released cells recur in every submission).
+* nbformat validates each new output against its JSON schema with jsonschema: here with the
+  schema compiled by fastjsonschema (which nbformat itself uses for whole notebooks); an output it
+  rejects goes through nbformat's own validation, so the error raised is nbformat's.
+* jupyter_client parses every date in every message header with dateutil: here with
+  `datetime.fromisoformat`, falling back to jupyter_client's parser for anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from typing import Any
+
+import fastjsonschema
+import jsonschema
+import nbformat.v4
+import nbformat.v4.nbbase as nbbase
+import nbgrader.nbgraderformat.common as nbgrader_format
+from jupyter_client import jsonutil, session
+from nbformat.validator import _get_schema_json
+
+
+class _CompiledOnce:
+    """Stands in for the `jsonschema` module inside nbgrader's metadata validation."""
+
+    def __init__(self) -> None:
+        self._validators: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, validator)
+        self._valid: set[tuple[int, str]] = set()  # (id(schema), metadata as JSON) seen valid
+        self._lock = threading.Lock()
+
+    def validate(self, instance: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            return jsonschema.validate(instance, schema, *args, **kwargs)
+        try:
+            key = (id(schema), json.dumps(instance, sort_keys=True))
+        except (TypeError, ValueError):
+            key = None
+        with self._lock:
+            entry = self._validators.get(id(schema))
+            if entry is None or entry[0] is not schema:
+                cls = jsonschema.validators.validator_for(schema)
+                cls.check_schema(schema)
+                entry = self._validators[id(schema)] = (schema, cls(schema))
+                self._valid = {k for k in self._valid if k[0] != id(schema)}
+            if key in self._valid:
+                return None
+        error = jsonschema.exceptions.best_match(entry[1].iter_errors(instance))
+        if error is not None:
+            raise error
+        if key is not None:
+            with self._lock:
+                self._valid.add(key)
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jsonschema, name)
+
+
+_nbformat_validate = nbbase.validate
+_compiled_refs: dict[str, Any] = {}
+
+
+def _validate_node(node: Any, ref: str | None = None) -> Any:
+    if ref is None:
+        return _nbformat_validate(node, ref)
+    check = _compiled_refs.get(ref)
+    if check is None:
+        v4 = nbformat.v4
+        schema = dict(_get_schema_json(v4, version=4, version_minor=v4.nbformat_minor))
+        schema["$ref"] = f"#/definitions/{ref}"
+        check = _compiled_refs[ref] = fastjsonschema.compile(schema)
+    try:
+        check(node)
+    except fastjsonschema.JsonSchemaException:
+        return _nbformat_validate(node, ref)  # nbformat's own error
+    return None
+
+
+def _parse_date(text: str | None) -> Any:
+    if text is None or not jsonutil.ISO8601_PAT.match(text):
+        return text
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return jsonutil.parse_date(text)
+    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
+
+
+def _extract_dates(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {key: _extract_dates(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_extract_dates(item) for item in obj]
+    if isinstance(obj, str):
+        return _parse_date(obj)
+    return obj
+
+
+def install() -> None:
+    if not isinstance(nbgrader_format.jsonschema, _CompiledOnce):
+        nbgrader_format.jsonschema = _CompiledOnce()
+    nbbase.validate = _validate_node
+    session.extract_dates = _extract_dates

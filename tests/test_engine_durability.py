@@ -1,0 +1,84 @@
+"""Kill the grader with SIGKILL half-way through a batch, run it again: is every grade there once,
+with every autograded notebook, and nothing half-written left behind?"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from golden import expected_scores, make_course, submit_cases
+from nbgrader.api import Gradebook
+
+from autograder import course, gradebook
+
+pytestmark = pytest.mark.nbgrader
+
+ASSIGNMENT = "forward_hooks"
+CASES = ["all_correct", "blank", "wrong_predictions", "registered_twice", "tuple_appended"]
+
+
+def _autograde(root) -> subprocess.Popen:
+    command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT]
+    # Its own session, so that killing the group kills its workers and template process too.
+    return subprocess.Popen(
+        [*command, "--jobs", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _done(root) -> list[str]:
+    folder = root / "autograded"
+    return sorted(p.parent.name for p in folder.glob(f"*/{ASSIGNMENT}")) if folder.exists() else []
+
+
+@pytest.fixture(scope="module")
+def killed_and_rerun(tmp_path_factory):
+    root = tmp_path_factory.mktemp("durability-course")
+    make_course(root, [ASSIGNMENT])
+    submit_cases(root, ASSIGNMENT, CASES)
+    grader = _autograde(root)
+    deadline = time.monotonic() + 300
+    while not _done(root) and grader.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(grader.pid, signal.SIGKILL)
+    grader.wait()
+    done_when_killed = _done(root)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT],
+        capture_output=True,
+        text=True,
+    )
+    return root, done_when_killed, rerun
+
+
+def test_the_grader_was_killed_half_way(killed_and_rerun):
+    _, done_when_killed, _ = killed_and_rerun
+    assert 1 <= len(done_when_killed) < len(CASES)
+
+
+def test_the_rerun_grades_the_rest_and_every_grade_is_the_golden_one(killed_and_rerun):
+    root, _, rerun = killed_and_rerun
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    scores = gradebook.scores(course.gradebook_url(root), ASSIGNMENT)
+    for case in CASES:
+        got = {cell.cell: cell.score for cell in scores[case]}
+        assert got == expected_scores(ASSIGNMENT, case), case
+
+
+def test_one_submission_per_student_and_one_autograded_notebook_each(killed_and_rerun):
+    root, _, _ = killed_and_rerun
+    with Gradebook(course.gradebook_url(root)) as gb:
+        submissions = gb.find_assignment(ASSIGNMENT).submissions
+        assert sorted(s.student.id for s in submissions) == sorted(CASES)
+        for submission in submissions:
+            grades = [g for notebook in submission.notebooks for g in notebook.grades]
+            assert grades and all(g.auto_score is not None for g in grades)
+    assert _done(root) == sorted(CASES)
+    for case in CASES:
+        assert course.notebook_path(f"autograded/{case}", ASSIGNMENT, root).exists()
+    leftovers = [p for p in (root / "autograded").rglob("*") if "partial" in p.name]
+    assert leftovers == []
