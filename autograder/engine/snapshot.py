@@ -14,7 +14,12 @@ from types import SimpleNamespace
 
 from nbgrader.api import Gradebook, MissingEntry
 
-SETS_UP_WITH_IPYTHON = {"ipywidgets", "matplotlib_inline", "IPython", "ipykernel", "autograder"}
+# Modules that set themselves up with the running IPython when first imported.
+SETS_UP_WITH_IPYTHON = ("ipywidgets", "matplotlib_inline", "autograder.widgets")
+
+
+def _sets_up_with_ipython(module: str) -> bool:
+    return any(module == name or module.startswith(f"{name}.") for name in SETS_UP_WITH_IPYTHON)
 
 
 @dataclass
@@ -85,8 +90,7 @@ class GradebookSnapshot:
                         found += [alias.name for alias in node.names]
                     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                         found.append(node.module)
-        wanted = [m for m in found if m.split(".")[0] not in SETS_UP_WITH_IPYTHON]
-        return sorted(set(wanted))
+        return sorted({m for m in found if not _sets_up_with_ipython(m)})
 
     # --- the Gradebook methods the preprocessors call, with the same MissingEntry errors ---
 

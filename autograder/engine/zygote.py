@@ -31,7 +31,15 @@ QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 # its notebooks import (the "preload" request). Not modules that register themselves with the
 # running IPython at import time (ipywidgets, matplotlib_inline): imported here, where there is
 # none, they would skip that in the kernels.
-PRELOAD = ("IPython", "ipykernel.kernelapp", "ipykernel.debugger", "torch", "autograder.checks")
+# torch._dynamo: the first optimizer a notebook makes imports it (a second, in every kernel).
+PRELOAD = (
+    "IPython",
+    "ipykernel.kernelapp",
+    "ipykernel.debugger",
+    "torch",
+    "torch._dynamo",
+    "autograder.checks",
+)
 # ipykernel makes the inline backend matplotlib's default by setting this before any notebook
 # code runs; matplotlib reads it when imported, so it must be set before the preload does.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
