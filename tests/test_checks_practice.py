@@ -162,6 +162,10 @@ KWARGS_PRE_RETURNS_KWARGS = KWARGS_HOOK_RAISES.replace(
     'log.append(("enter", sorted(kwargs)))\n        return kwargs',
 ).replace('output.shape and "returned"', '"raised" if output is None else "returned"')
 
+KWARGS_LOGS_THE_DICT = KWARGS_PRE_RETURNS_KWARGS.replace(
+    'log.append(("enter", sorted(kwargs)))\n        return kwargs', 'log.append(("enter", kwargs))'
+)
+
 RECORD = """
 def record_layer(model, layer_name, batches):
     outputs = []
@@ -253,6 +257,12 @@ HASATTR_BODY = """if hasattr(m, "weight"):
             KWARGS_PRE_RETURNS_KWARGS,
             cells("kwargs_always_call"),
             ["(new_args, new_kwargs)", "should return None"],
+        ),
+        (
+            "kwargs_always_call",
+            KWARGS_LOGS_THE_DICT,
+            cells("kwargs_always_call"),
+            ["not what the calls should produce", "'mask': tensor("],
         ),
         ("activation_memory", BYTES_OWN_ONLY, cells("activation_memory"), ["_saved_"]),
         ("activation_memory", BYTES_ELEMENTS, cells("activation_memory"), ["whole storage"]),

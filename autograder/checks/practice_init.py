@@ -38,6 +38,10 @@ def pretend_trained(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
+def _same(value: object, old: torch.Tensor | None) -> bool:
+    return isinstance(value, torch.Tensor) and old is not None and torch.equal(value, old)
+
+
 def _stats(weight: torch.Tensor) -> str:
     w = weight.detach()
     return f"mean {w.mean().item():+.4f}, std {w.std().item():.4f}"
@@ -59,8 +63,8 @@ def judge_init(model: nn.Module, before: dict[str, torch.Tensor] | None) -> None
             continue
         weight, bias = module.weight, getattr(module, "bias", None)
         if before is not None and (
-            torch.equal(weight, before[f"{path}.weight"])
-            or (bias is not None and torch.equal(bias, before[f"{path}.bias"]))
+            _same(weight, before.get(f"{path}.weight"))
+            or (bias is not None and _same(bias, before.get(f"{path}.bias")))
         ):
             untouched.append((label, module))  # the apply step missed it
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import numbers
 import random
 import weakref
 from collections.abc import Iterator
@@ -99,7 +100,7 @@ def _judge_bytes(s: Student, kind: str) -> None:
     got = s.call("bytes_kept_alive(tensors)", fn, list(stored))
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
-    if not isinstance(got, int | float) or isinstance(got, bool):
+    if not isinstance(got, numbers.Real) or isinstance(got, bool):
         raise CheckFailed(f"bytes_kept_alive should return a number of bytes, got {describe(got)}.")
     expected = kept_alive(stored, boxes)
     if got != expected:
@@ -176,7 +177,9 @@ def activation_memory(s: Student) -> str:
         in_check(FRESH, _judge_bytes, s, kind)
     in_check(FRESH, _judge_record, s, *_fresh_record_case())
     recorded = s.get("recorded")
-    if any(t.grad_fn is not None for t in recorded if isinstance(t, torch.Tensor)):
+    if not isinstance(recorded, list) or any(
+        t.grad_fn is not None for t in recorded if isinstance(t, torch.Tensor)
+    ):
         raise CheckFailed("`recorded` in the notebook still holds tensors with a grad_fn.")
     return "bytes_kept_alive measures what stored tensors keep; record_layer keeps only outputs."
 
