@@ -170,7 +170,7 @@ def hook_free_copy(block: nn.Module) -> nn.Module:
 
 
 def _hint(message: str) -> str:
-    if "missing 1 required positional argument" in message or "positional argument" in message:
+    if "positional argument" in message:  # "missing 1 required ...", "takes 3 ... 4 were given"
         return SIGNATURES
     if "must return None or a tuple of (new_args, new_kwargs)" in message:
         return (
