@@ -20,7 +20,13 @@ def gradebook_url(root: Path) -> str:
     return f"sqlite:///{root / 'gradebook.db'}"
 
 
-COURSE_ORDER = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks"]
+COURSE_ORDER = [
+    "forward_hooks",
+    "backward_hooks",
+    "module_apply",
+    "cnn_hooks",
+    "hooks_in_practice",
+]
 
 
 def assignments(root: Path = ROOT) -> list[str]:

@@ -1,7 +1,19 @@
 """Ground-truth checks, one per grade id, used by the notebooks' visible and hidden test cells."""
 
 # Importing the modules registers their checks.
-from autograder.checks import apply, apply_init, backward, backward_quiz, cnn, forward, forward_api
+from autograder.checks import (
+    apply,
+    apply_init,
+    backward,
+    backward_quiz,
+    cnn,
+    forward,
+    forward_api,
+    practice_grads,
+    practice_init,
+    practice_memory,
+    practice_modules,
+)
 from autograder.checks.registry import check, grade_ids, has_hidden
 
 __all__ = [
@@ -15,4 +27,8 @@ __all__ = [
     "forward_api",
     "grade_ids",
     "has_hidden",
+    "practice_grads",
+    "practice_init",
+    "practice_memory",
+    "practice_modules",
 ]
