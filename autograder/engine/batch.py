@@ -77,7 +77,9 @@ def local_workers(config: Config, jobs: int) -> Iterator[Callable[[str, str], Ex
     bookkeeping for every submission.
     """
     settings = execution_settings(config)
-    os.environ[ZYGOTE_ENV] = Zygote.current().path
+    os.environ[ZYGOTE_ENV] = Zygote.current(
+        settings.get("WarmKernelManager", {}).get("sandbox")
+    ).path
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
         yield lambda notebook, cwd: pool.submit(execute_notebook, notebook, cwd, settings).result()
@@ -166,7 +168,7 @@ class Batch:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
         timeout = self.config.Execute.get("timeout", 30)
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
-        notes = []
+        notes = [executed.weaker] if executed.weaker else []  # no sandbox: say it every time
         for cell in json.loads(executed.notebook).get("cells", []):
             name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
             outputs = cell.get("outputs", [])

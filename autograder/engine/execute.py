@@ -23,6 +23,7 @@ class Executed:
     notebook: str  # the executed notebook, as JSON text
     seconds: float
     kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
+    weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
 
 
 OUTPUT_CAP = 1_000_000  # characters of output kept per cell; nbgrader's LimitOutput counts lines
@@ -94,15 +95,19 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
         except DeadKernelError:
             raise KernelDied(_death(running)) from None
     peak = Zygote.current().peak_rss_mb or None
-    return Executed(nbformat.writes(nb), time.perf_counter() - start, peak)
+    weaker = Zygote.current().weaker
+    return Executed(nbformat.writes(nb), time.perf_counter() - start, peak, weaker)
 
 
 def _death(running: dict) -> str:
     """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>'."""
     how = ""
     if running.get("pid"):
-        code = Zygote.current().request(op="status", pid=running["pid"]).get("returncode")
-        if code is not None and code < 0:
+        status = Zygote.current().request(op="status", pid=running["pid"])
+        code = status.get("returncode")
+        if status.get("reason"):  # the zygote killed it (wall-clock limit)
+            how = f" ({status['reason']})"
+        elif code is not None and code < 0:
             how = f" (signal {-code}, {signal.Signals(-code).name})"
         elif code is not None:
             how = f" (exit code {code})"
