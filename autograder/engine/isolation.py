@@ -143,3 +143,31 @@ def supervise(request: dict, report: int, become_kernel: Callable[[dict], None])
         os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
     finally:
         os._exit(1)
+
+
+def self_test(run_dir: str, kernel_uid: int | None) -> str | None:
+    """Isolate one do-nothing kernel exactly as for a real one; None if that works, else why.
+    Run (as a script, without importing torch) inside bwrap before the zygote is trusted to."""
+    kernel_dir = os.path.join(run_dir, "self-test")
+    os.makedirs(kernel_dir, exist_ok=True)
+    report, write_end = os.pipe()
+    request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1}
+    pid = os.fork()
+    if pid == 0:
+        os.close(report)
+        supervise({**request, "kernel_uid": kernel_uid}, write_end, lambda request: None)
+    os.close(write_end)
+    with os.fdopen(report) as lines:
+        answer = lines.readline().strip()
+    _, status = os.waitpid(pid, 0)
+    if not answer.isdigit():
+        return answer or "the kernel's supervisor ended without a word"
+    if os.waitstatus_to_exitcode(status) != 0:
+        return f"an isolated kernel could not drop its privileges (status {status})"
+    return None
+
+
+if __name__ == "__main__":
+    why = self_test(sys.argv[1], int(sys.argv[2]) if sys.argv[2:] else None)
+    print(why or "ok")
+    sys.exit(1 if why else 0)

@@ -77,7 +77,9 @@ class Zygote:
         if settings.mode == "off":
             return None, f"the sandbox is turned off (mode off or {SANDBOX_ENV}=off)"
         command = bwrap_command(self.dir, settings)
-        why = "bubblewrap (bwrap) is not installed" if command is None else probe(command)
+        uid = settings.kernel_uid if os.geteuid() == 0 else None
+        why = "bubblewrap (bwrap) is not installed" if command is None else None
+        why = why or probe(command, self.dir, uid)
         if why and settings.mode == "bwrap":
             raise RuntimeError(f"the sandbox is required but cannot run: {why}")
         return (None, why) if why else (command, None)
