@@ -3,13 +3,13 @@
 The zygote forks a *supervisor* per kernel. The supervisor enters new mount, pid, IPC and network
 namespaces and mounts, in its own mount namespace only: a private size-limited /tmp (the
 kernel's home and working folder), a private /dev/shm, and an empty folder over the zygote's run
-folder with only this kernel's own folder (connection file, ipc sockets) shown again. It forks a
-placeholder init (pid 1 of the new pid namespace; when it dies, the kernel dies with everything
-it started) and the kernel (pid 2). The kernel mounts a /proc that shows its own pid namespace
-only, becomes an unprivileged user (nobody when the grader is root) in a user namespace of its
-own (so RLIMIT_NPROC counts this kernel's processes only, and applies even to a mapped root),
-and drops all capabilities before any student code runs. The supervisor waits for the kernel,
-kills the init (and so every process left behind), and exits as the kernel did.
+folder with only this kernel's own folder (connection file, ipc sockets) shown again. It spawns
+a placeholder init (`sleep`, pid 1 of the new pid namespace; when it dies, everything in the
+namespace dies) and forks the kernel (pid 2). The kernel mounts a /proc that shows its own pid
+namespace only, becomes an unprivileged user (nobody when the grader is root) in a user
+namespace of its own (so RLIMIT_NPROC counts this kernel's processes only, and applies even to a
+mapped root), and drops all capabilities before any student code runs. The supervisor waits
+for the kernel, kills the init (and so every process left behind), and exits as the kernel did.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
 MS_PRIVATE = 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 SYS_CAPSET = 126  # x86_64
 CAPABILITY_VERSION_3 = 0x20080522
 
@@ -92,14 +92,6 @@ def _become_unprivileged(uid: int | None) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _placeholder_init() -> None:
-    """pid 1 of the kernel's pid namespace: reaps orphans, dies with the supervisor."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
-    while True:
-        signal.pause()
-
-
 def supervise(request: dict, report: int, become_kernel: Callable[[dict], None]) -> None:
     """Run in the zygote's forked child; writes "<kernel pid>\\n" (or "error: ...") to the pipe
     `report`, then exits as the kernel does. Never returns."""
@@ -111,10 +103,9 @@ def supervise(request: dict, report: int, become_kernel: Callable[[dict], None])
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET
         _check(_libc.unshare(flags), "unshare")
         _private_mounts(kernel_dir, run_dir, int(request["scratch_mb"]), *owner)
-        init = os.fork()
-        if init == 0:
-            os.close(report)
-            _placeholder_init()
+        # pid 1: `sleep`, spawned without copying this process (vfork), never signalled from
+        # inside; orphans stay zombies under it until the namespace ends.
+        init = os.posix_spawn("/bin/sleep", ["sleep", "infinity"], {})
         kernel = os.fork()
         if kernel == 0:
             os.close(report)

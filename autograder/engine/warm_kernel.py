@@ -6,6 +6,7 @@ the kernels talk over ipc (Unix socket) transport, each in a folder of its own."
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import shutil
@@ -181,7 +182,10 @@ class ForkedKernel:
     def send_signal(self, signum: int) -> None:
         # The zygote signals the kernel's process group: in the sandbox, the kernel's pid means
         # nothing outside its namespaces.
-        self.zygote.request(op="signal", pid=self.pid, signum=int(signum))
+        try:
+            self.zygote.request(op="signal", pid=self.pid, signum=int(signum))
+        except OSError as error:  # no zygote, so no kernel: what os.kill would say
+            raise ProcessLookupError(errno.ESRCH, "the kernel template is gone") from error
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
