@@ -1,22 +1,21 @@
 """Inside the sandbox: give one kernel namespaces of its own, then drop every privilege.
 
-The zygote forks a *supervisor* per kernel. The supervisor enters new mount, pid, IPC and network
-namespaces and mounts, in its own mount namespace only: a private size-limited /tmp (the
-kernel's home and working folder), a private /dev/shm, and an empty folder over the zygote's run
-folder with only this kernel's own folder (connection file, ipc sockets) shown again. It spawns
-a placeholder init (`sleep`, pid 1 of the new pid namespace; when it dies, everything in the
-namespace dies) and forks the kernel (pid 2). The kernel mounts a /proc that shows its own pid
-namespace only, becomes an unprivileged user (nobody when the grader is root) in a user
-namespace of its own (so RLIMIT_NPROC counts this kernel's processes only, and applies even to a
-mapped root), and drops all capabilities before any student code runs. The supervisor waits
-for the kernel, kills the init (and so every process left behind), and exits as the kernel did.
+For each kernel the zygote enters a new pid namespace just long enough to spawn a placeholder
+init (`sleep`, pid 1; when it dies, everything in the namespace dies) and to fork the kernel
+(pid 2, still the zygote's own child, so one fork per kernel as without the sandbox). The kernel
+then, before any student code: enters new mount, IPC and network namespaces; mounts a private
+size-limited /tmp (its home and working folder), a private /dev/shm, an empty folder over the
+zygote's run folder with only its own folder (connection file, ipc sockets) shown again, and a
+/proc that shows its own pid namespace only; becomes an unprivileged user (nobody when the
+grader is root) in a user namespace of its own (so RLIMIT_NPROC counts this kernel's processes
+only, and applies even to a mapped root); and drops all capabilities. When the kernel ends, the
+zygote kills its init, and so every process it left behind.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import resource
 import signal
 import struct
 import sys
@@ -57,8 +56,8 @@ def _drop_capabilities() -> None:
 
 
 def _private_mounts(kernel_dir: str, run_dir: str, scratch_mb: int, uid: int, gid: int) -> None:
-    """In the supervisor's new mount namespace: what the kernel may write, and what it sees of
-    the run folder (its own folder only)."""
+    """In the kernel's new mount namespace: what it may write, and what it sees of the run
+    folder (its own folder only)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     own = os.open(kernel_dir, os.O_PATH | os.O_DIRECTORY)
     owner = f"mode=0700,uid={uid},gid={gid}"
@@ -92,25 +91,29 @@ def _become_unprivileged(uid: int | None) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def supervise(request: dict, report: int, become_kernel: Callable[[dict], None]) -> None:
-    """Run in the zygote's forked child; writes "<kernel pid>\\n" (or "error: ...") to the pipe
-    `report`, then exits as the kernel does. Never returns."""
-    kernel_dir, run_dir = request["kernel_dir"], request["run_dir"]
-    uid = request.get("kernel_uid")
-    owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # it may die of the kernel's signal
+def fork_isolated(request: dict, in_child: Callable[[], None], become_kernel) -> tuple[int, int]:
+    """In the zygote: fork a kernel into a new pid namespace (under a `sleep` as its init), and
+    return (kernel pid, init pid). In the child, `in_child` runs first, then the kernel isolates
+    itself (isolate_self) and becomes a kernel; it never returns there."""
+    global _own_pid_namespace
+    if _own_pid_namespace is None:
+        _own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    # Processes forked from now on go in a new pid namespace, until setns below.
+    _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
     try:
-        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET
-        _check(_libc.unshare(flags), "unshare")
-        _private_mounts(kernel_dir, run_dir, int(request["scratch_mb"]), *owner)
-        # pid 1: `sleep`, spawned without copying this process (vfork), never signalled from
-        # inside; orphans stay zombies under it until the namespace ends.
+        # pid 1: `sleep`, spawned without copying the zygote (vfork); when it dies, every
+        # process of the namespace dies. It does not reap: orphans stay zombies until then.
         init = os.posix_spawn("/bin/sleep", ["sleep", "infinity"], {})
-        kernel = os.fork()
+        try:
+            kernel = os.fork()
+        except OSError:
+            os.kill(init, signal.SIGKILL)
+            os.waitpid(init, 0)
+            raise
         if kernel == 0:
-            os.close(report)
+            in_child()
             try:
-                _become_unprivileged(uid)
+                isolate_self(request)
             except OSError as error:  # no student code has run: a plain failure
                 print(f"kernel set-up failed: {error}", file=sys.stderr, flush=True)
                 os._exit(1)
@@ -118,22 +121,22 @@ def supervise(request: dict, report: int, become_kernel: Callable[[dict], None])
                 become_kernel(request)
             finally:
                 os._exit(0)
-    except BaseException as error:
-        os.write(report, f"error: {error}\n".encode())
-        os._exit(1)
-    os.write(report, f"{kernel}\n".encode())
-    os.close(report)
-    try:
-        _, status = os.waitpid(kernel, 0)
-        os.kill(init, signal.SIGKILL)  # ends the pid namespace: nothing the kernel started survives
-        os.waitpid(init, 0)
-        if os.WIFSIGNALED(status):  # die of the same signal, for the zygote's status
-            if os.WTERMSIG(status) not in (signal.SIGKILL, signal.SIGSTOP):
-                signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-            os.kill(os.getpid(), os.WTERMSIG(status))
-        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
     finally:
-        os._exit(1)
+        _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
+    return kernel, init
+
+
+def isolate_self(request: dict) -> None:
+    """In the forked kernel (pid 2 of its namespace), before any student code."""
+    os.close(_own_pid_namespace)
+    uid = request.get("kernel_uid")
+    owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _private_mounts(request["kernel_dir"], request["run_dir"], int(request["scratch_mb"]), *owner)
+    _become_unprivileged(uid)
+
+
+_own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
 
 
 def self_test(run_dir: str, kernel_uid: int | None) -> str | None:
@@ -141,20 +144,18 @@ def self_test(run_dir: str, kernel_uid: int | None) -> str | None:
     Run (as a script, without importing torch) inside bwrap before the zygote is trusted to."""
     kernel_dir = os.path.join(run_dir, "self-test")
     os.makedirs(kernel_dir, exist_ok=True)
-    report, write_end = os.pipe()
     request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1}
-    pid = os.fork()
-    if pid == 0:
-        os.close(report)
-        supervise({**request, "kernel_uid": kernel_uid}, write_end, lambda request: None)
-    os.close(write_end)
-    with os.fdopen(report) as lines:
-        answer = lines.readline().strip()
-    _, status = os.waitpid(pid, 0)
-    if not answer.isdigit():
-        return answer or "the kernel's supervisor ended without a word"
+    try:
+        kernel, init = fork_isolated(
+            {**request, "kernel_uid": kernel_uid}, lambda: None, lambda request: None
+        )
+    except OSError as error:
+        return str(error)
+    _, status = os.waitpid(kernel, 0)
+    os.kill(init, signal.SIGKILL)
+    os.waitpid(init, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        return f"an isolated kernel could not drop its privileges (status {status})"
+        return f"an isolated kernel could not set itself up (exit status {status})"
     return None
 
 

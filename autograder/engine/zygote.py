@@ -101,49 +101,46 @@ def _become_kernel(request: dict) -> None:
 
 @dataclass
 class _Kernel:
-    kernel_pid: int  # the ipykernel itself (the supervisor's child when sandboxed)
+    init: int | None  # pid 1 of its pid namespace, when sandboxed
     deadline: float | None  # time.monotonic() after which it is killed
     wall_seconds: int | None
     reason: str = ""  # why the zygote killed it, if it did
 
 
 class _Kernels:
-    """The kernels this zygote started, keyed by the pid of its own child (the kernel, or its
-    supervisor when sandboxed): signals, wall-clock limits, and how each one ended."""
+    """The kernels this zygote started (its children), by pid: signals, wall-clock limits, and
+    how each one ended."""
 
     def __init__(self, config: dict) -> None:
         self.config = config
         self.running: dict[int, _Kernel] = {}
+        self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
         self.ended: dict[int, tuple[int, float, float, str]] = {}
 
     def start(self, request: dict, *inherited: socket.socket) -> int:
         request = {**request, **self.config}
         limits = Limits.from_dict(request.get("limits"))
-        if self.config["sandboxed"]:
-            report, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
+
+        def close_inherited() -> None:
             for sock in inherited:
                 sock.close()
-            if not self.config["sandboxed"]:
+
+        init = None
+        if self.config["sandboxed"]:
+            pid, init = isolation.fork_isolated(request, close_inherited, _become_kernel)
+        else:
+            pid = os.fork()
+            if pid == 0:
+                close_inherited()
                 try:
                     _become_kernel(request)
                 finally:
                     os._exit(0)
-            os.close(report)
-            isolation.supervise(request, write_end, _become_kernel)
-        kernel_pid = pid
-        if self.config["sandboxed"]:
-            os.close(write_end)
-            with os.fdopen(report) as lines:
-                answer = lines.readline().strip()
-            if not answer.isdigit():
-                os.waitpid(pid, 0)
-                raise RuntimeError(answer or "the kernel's supervisor ended without a word")
-            kernel_pid = int(answer)
         wall = limits.wall_seconds
         deadline = time.monotonic() + wall if wall else None
-        self.running[pid] = _Kernel(kernel_pid, deadline, wall)
+        self.running[pid] = _Kernel(init, deadline, wall)
+        if init is not None:
+            self.inits[init] = pid
         return pid
 
     def reap(self) -> None:
@@ -154,35 +151,41 @@ class _Kernels:
                 return
             if pid == 0:
                 return
+            if pid in self.inits:  # its kernel is dead too (a pid namespace ends with its init)
+                self.running[self.inits.pop(pid)].init = None
+                continue
             kernel = self.running.pop(pid, None)
-            if kernel and not self.config["sandboxed"]:
-                _kill_group(kernel.kernel_pid)  # what it left in its process group
+            if kernel is None:
+                continue
+            _kill_group(pid)  # what it left in its process group
+            if kernel.init is not None:  # ends its pid namespace: nothing it started survives
+                del self.inits[kernel.init]
+                _kill_group(kernel.init)
+                os.waitpid(kernel.init, 0)  # returns once every process in it is gone
             cpu = usage.ru_utime + usage.ru_stime
-            reason = kernel.reason if kernel else ""
             code = os.waitstatus_to_exitcode(status)
-            self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, reason)
+            self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
 
     def enforce_wall_clock(self) -> float:
         """Kill every kernel past its wall-clock limit; seconds until the next deadline."""
         now, wait = time.monotonic(), 1.0
-        for kernel in self.running.values():
+        for pid, kernel in self.running.items():
             if kernel.deadline is None or kernel.reason:
                 continue
             if now >= kernel.deadline:
                 kernel.reason = f"stopped at its wall-clock limit of {kernel.wall_seconds} s"
-                _kill_group(kernel.kernel_pid)
+                _kill_group(pid)
             else:
                 wait = min(wait, kernel.deadline - now)
         return max(wait, 0.001)
 
     def signal(self, pid: int, signum: int) -> dict:
-        kernel = self.running.get(pid)
-        if kernel is not None:
+        if pid in self.running:
             try:
-                os.killpg(kernel.kernel_pid, signum)
+                os.killpg(pid, signum)
             except ProcessLookupError:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(kernel.kernel_pid, signum)
+                    os.kill(pid, signum)
         return {}
 
     def status(self, pid: int) -> dict:
