@@ -26,7 +26,9 @@ CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
 MS_PRIVATE = 1 << 18
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
-SYS_CAPSET = 126  # x86_64
+# capset(2) has no libc wrapper; its number per architecture (elsewhere the self-test fails and
+# the grader falls back, loudly, to limits only).
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
 CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -50,6 +52,8 @@ def _write(path: str, text: str) -> None:
 
 
 def _drop_capabilities() -> None:
+    if SYS_CAPSET is None:
+        raise OSError(f"capset: unknown system call number on {os.uname().machine}")
     header = struct.pack("II", CAPABILITY_VERSION_3, 0)
     data = bytes(24)  # two (effective, permitted, inheritable) triples, all zero
     _check(_libc.syscall(SYS_CAPSET, header, data), "capset")
