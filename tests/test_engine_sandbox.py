@@ -2,8 +2,8 @@
 gradebook or another student's work, write outside their scratch folder, fork-bomb, or ignore
 interrupts forever must fail inside their own kernel, while the batch goes on and grades a
 correct control submission with full marks. Two kernels running at once must not reach each
-other. And where the sandbox is off, the grader must say so and the same probes must get through
-(which shows that the probes can see a leak)."""
+other. And where the sandbox is off, the grader must say so in every result, and the sibling
+probe must get through (which shows that it can see a leak)."""
 
 import asyncio
 import os
