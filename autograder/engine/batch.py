@@ -73,14 +73,14 @@ def plain_config(config: Config) -> dict:
 
 
 @contextlib.contextmanager
-def local_workers(jobs: int) -> Iterator[Dispatch]:
+def local_workers(jobs: int, sandbox: dict | None = None) -> Iterator[Dispatch]:
     """Worker processes on this machine that grade notebooks, sharing one zygote.
 
     They are forked before any grading thread exists (fork copies only the calling thread), and
     they keep nbconvert's and nbclient's work off this process, whose single core then serves
     nbgrader's bookkeeping for every submission.
     """
-    os.environ[ZYGOTE_ENV] = Zygote.current().path
+    os.environ[ZYGOTE_ENV] = Zygote.current(sandbox).path
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
         yield lambda job: pool.submit(grade_notebook, job).result()
@@ -124,7 +124,8 @@ class Batch:
 
                 self.dispatch = stack.enter_context(dask_workers(self.scheduler))
             elif self.dispatch is None:
-                self.dispatch = stack.enter_context(local_workers(jobs))
+                sandbox = self.config.WarmKernelManager.get("sandbox")
+                self.dispatch = stack.enter_context(local_workers(jobs, sandbox))
             # More grading threads than workers, so a worker never waits for bookkeeping.
             threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
             futures = [threads.submit(self.grade, student) for student in self.students]
@@ -198,7 +199,8 @@ class Batch:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
         timeout = self.config.Execute.get("timeout", 30)
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
-        notes = [f"{result.death}; the cells after it were not run"] if result.death else []
+        notes = [result.weaker] if result.weaker else []  # no sandbox: say it every time
+        notes += [f"{result.death}; the cells after it were not run"] if result.death else []
         for cell in json.loads(result.output).get("cells", []):
             name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
             outputs = cell.get("outputs", [])

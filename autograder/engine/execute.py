@@ -24,6 +24,7 @@ class Executed:
     notebook: str  # the executed notebook, as JSON text
     seconds: float
     kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
+    weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
 
 
 OUTPUT_CAP = 1_000_000  # characters of output kept per cell; nbgrader's LimitOutput counts lines
@@ -66,6 +67,7 @@ class KernelDied(RuntimeError):
 class KernelRun:
     death: str  # "" or "kernel died (signal 11, SIGSEGV) while running cell X"
     kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
+    weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
 
 
 def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
@@ -100,7 +102,8 @@ def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
         except DeadKernelError:
             death = _death(running)
             _mark_unrun(nb, running.get("index", -1), death)
-    return KernelRun(death, Zygote.current().peak_rss_mb or None)
+    zygote = Zygote.current()
+    return KernelRun(death, zygote.peak_rss_mb or None, zygote.weaker)
 
 
 def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Executed:
@@ -110,7 +113,8 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
     run = run_in_warm_kernel(nb, cwd, Config(config or {}))
     if run.death:
         raise KernelDied(run.death)
-    return Executed(nbformat.writes(nb), time.perf_counter() - start, run.kernel_peak_rss_mb)
+    seconds = time.perf_counter() - start
+    return Executed(nbformat.writes(nb), seconds, run.kernel_peak_rss_mb, run.weaker)
 
 
 def _error(text: str) -> NotebookNode:
@@ -129,8 +133,11 @@ def _death(running: dict) -> str:
     """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>'."""
     how = ""
     if running.get("pid"):
-        code = Zygote.current().request(op="status", pid=running["pid"]).get("returncode")
-        if code is not None and code < 0:
+        status = Zygote.current().request(op="status", pid=running["pid"])
+        code = status.get("returncode")
+        if status.get("reason"):  # the zygote killed it (wall-clock limit)
+            how = f" ({status['reason']})"
+        elif code is not None and code < 0:
             how = f" (signal {-code}, {signal.Signals(-code).name})"
         elif code is not None:
             how = f" (exit code {code})"

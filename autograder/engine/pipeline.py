@@ -55,6 +55,7 @@ class NotebookResult:
     seconds: float = 0.0  # execution time
     kernel_peak_rss_mb: float | None = None
     death: str = ""  # "kernel died (...) while running cell X", when it did
+    weaker: str | None = None  # why the kernel ran without the sandbox, when it did
 
 
 class SnapshotOverwriteKernelspec(OverwriteKernelspec):
@@ -148,6 +149,7 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
             run = run_in_warm_kernel(nb, job.cwd, config)
             result.seconds = time.perf_counter() - start
             result.kernel_peak_rss_mb, result.death = run.kernel_peak_rss_mb, run.death
+            result.weaker = run.weaker
         elif cls is SaveAutoGrades:
             result.scores, result.comments = scores_and_comments(nb)
         elif cls is not AssignLatePenalties:  # late penalties are the grading process's part

@@ -1,12 +1,15 @@
 """Warm kernels for nbclient/nbgrader: a jupyter_client provisioner whose kernels are forked by
-the zygote instead of started from scratch. Everything else (ports, connection files, messages,
-shutdown) is stock jupyter_client, so a notebook behaves exactly as under `nbgrader autograde`."""
+the zygote instead of started from scratch. Everything else (connection files, messages,
+shutdown) is stock jupyter_client, so a notebook behaves exactly as under `nbgrader autograde`;
+the kernels talk over ipc (Unix socket) transport, each in a folder of its own."""
 
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,48 +24,113 @@ from typing import Any
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Dict, DottedObjectName, Type
+from traitlets import Dict, DottedObjectName, Type, Unicode
 
 from autograder.engine.limits import Limits
+from autograder.engine.sandbox import (
+    SANDBOX_ENV,
+    WEAKER,
+    SandboxSettings,
+    bwrap_command,
+    kernel_environment,
+    probe,
+)
 from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
 
 
 class Zygote:
-    """A running zygote process and the socket it listens on (one per machine and batch)."""
+    """A running zygote process and the socket it listens on (one per machine and batch).
+
+    Its run folder holds control/zygote.sock and kernels/<kernel>/ (connection file and ipc
+    sockets of each kernel). It runs in the sandbox (sandbox.py) when it can; otherwise
+    `weaker` says why not, and the zygote prints that loudly once.
+    """
 
     _current: Zygote | None = None
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, sandbox: dict | None = None) -> None:
+        self.peak_rss_mb, self._info = 0.0, None
+        self.preloaded: set[str] = set()
         if path:  # a zygote some other process started and owns
-            self.dir, self.path, self.process, self.peak_rss_mb = None, path, None, 0.0
-            self.preloaded: set[str] = set()
+            self.dir, self.path, self.process = None, path, None
+            self.run_dir = str(Path(path).parent.parent)
             return
-        self.dir = tempfile.mkdtemp(prefix="hooklab-zygote-")
-        self.path = os.path.join(self.dir, "zygote.sock")
+        settings = SandboxSettings.from_dict(sandbox)
+        self.dir = self.run_dir = tempfile.mkdtemp(prefix="hooklab-zygote-")
+        for folder in (self.dir, f"{self.dir}/control", f"{self.dir}/kernels"):
+            os.makedirs(folder, exist_ok=True)
+            os.chmod(folder, 0o711)  # kernels (another user) reach their own folder only
+        self.path = os.path.join(self.dir, "control", "zygote.sock")
+        command, why = self._sandbox_command(settings)
+        if command and not self._start(command, settings, None):
+            if settings.mode == "bwrap":
+                raise RuntimeError("the kernel template did not start in the sandbox")
+            why = "the kernel template did not start inside bubblewrap"
+        if why:
+            weaker = WEAKER.format(why=why)
+            print(f"WARNING: {weaker}", file=sys.stderr, flush=True)
+            if not self._start([], settings, weaker):
+                raise RuntimeError("the kernel template process failed to start")
+
+    def _sandbox_command(self, settings: SandboxSettings) -> tuple[list[str] | None, str | None]:
+        """The bwrap command to start the zygote with, or why there is none."""
+        if settings.mode == "off":
+            return None, f"the sandbox is turned off (mode off or {SANDBOX_ENV}=off)"
+        command = bwrap_command(self.dir, settings)
+        uid = settings.kernel_uid if os.geteuid() == 0 else None
+        why = "bubblewrap (bwrap) is not installed" if command is None else None
+        why = why or probe(command, self.dir, uid)
+        if why and settings.mode == "bwrap":
+            raise RuntimeError(f"the sandbox is required but cannot run: {why}")
+        return (None, why) if why else (command, None)
+
+    def _start(self, sandbox: list[str], settings: SandboxSettings, weaker: str | None) -> bool:
+        """Start the zygote (in `sandbox`, a bwrap command, unless empty); True once ready."""
+        uid = settings.kernel_uid if sandbox and os.geteuid() == 0 else None
+        config = {"sandboxed": bool(sandbox), "weaker": weaker, "run_dir": self.dir}
+        config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
-        command = [sys.executable, "-m", "autograder.engine.zygote", self.path]
+        if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
+            env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
+            sandbox = [*sandbox, "--"]
+        command = [*sandbox, sys.executable, "-m", "autograder.engine.zygote", self.path]
+        command.append(json.dumps(config))
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-        # It listens before it imports torch; requests wait until it has.
-        if self.process.stdout.readline().strip() != "listening":
-            raise RuntimeError("the kernel template process failed to start")
-        self.peak_rss_mb = 0.0
-        self.preloaded = set()
+        # It listens before it imports torch (requests wait until it has): ready to take them.
+        if self.process.stdout.readline().strip() == "listening":
+            return True
+        self.process.kill()
+        self.process.wait()
+        return False
 
     @classmethod
-    def current(cls) -> Zygote:
+    def current(cls, sandbox: dict | None = None) -> Zygote:
         """The zygote this process uses: the one named by $HOOKLAB_ZYGOTE if it is alive, else
-        one of its own, started on first use and stopped when the process exits."""
+        one of its own (with the `sandbox` settings), started on first use and stopped when the
+        process exits."""
         if cls._current is not None and cls._current.alive():
             return cls._current
         shared = os.environ.get(ZYGOTE_ENV)
         if shared and os.path.exists(shared) and (cls._current is None or cls._current.dir):
             cls._current = Zygote(shared)
         else:
-            cls._current = Zygote()
+            cls._current = Zygote(sandbox=sandbox)
             atexit.register(cls._current.stop)
         return cls._current
+
+    @property
+    def info(self) -> dict:
+        """The zygote's own settings: sandboxed, weaker (why not), kernel_uid, scratch_mb."""
+        if self._info is None:
+            self._info = self.request(op="info")
+        return self._info
+
+    @property
+    def weaker(self) -> str | None:
+        """Why kernels from this zygote are not sandboxed (None when they are)."""
+        return self.info.get("weaker")
 
     def alive(self) -> bool:
         if self.process is not None:
@@ -95,9 +163,7 @@ class Zygote:
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
-        Path(self.path).unlink(missing_ok=True)
-        if os.path.isdir(self.dir):
-            os.rmdir(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class ForkedKernel:
@@ -127,7 +193,12 @@ class ForkedKernel:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
+        # The zygote signals the kernel's process group: in the sandbox, the kernel's pid means
+        # nothing outside its namespaces.
+        try:
+            self.zygote.request(op="signal", pid=self.pid, signum=int(signum))
+        except OSError as error:  # no zygote, so no kernel: what os.kill would say
+            raise ProcessLookupError(errno.ESRCH, "the kernel template is gone") from error
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -137,16 +208,33 @@ class ForkedKernel:
 
 
 class WarmProvisioner(LocalProvisioner):
-    """Starts kernels by asking the zygote to fork one, with the command, env and cwd asked for."""
+    """Starts kernels by asking the zygote to fork one, with the command, env and cwd asked for
+    (in the sandbox: a filtered env, and the kernel's private /tmp as its cwd)."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
-        zygote = Zygote.current()
+        zygote = Zygote.current(self.parent.sandbox)
         env = {**(kwargs.get("env") or os.environ), **self.parent.extra_env}
         cwd = str(kwargs.get("cwd") or os.getcwd())
+        if zygote.info.get("sandboxed"):
+            env, cwd = kernel_environment(env, self.parent.extra_env), "/tmp"
+            uid = zygote.info.get("kernel_uid")
+            if uid is not None:  # the kernel, another user, reads it and binds sockets there
+                os.chown(self.parent.kernel_dir, uid, uid)
+                os.chown(self.parent.connection_file, uid, uid)
         limits = Limits.from_dict(self.parent.limits).to_dict()
-        reply = zygote.request(op="fork", cmd=list(cmd), env=env, cwd=cwd, limits=limits)
+        reply = zygote.request(
+            op="fork",
+            cmd=list(cmd),
+            env=env,
+            cwd=cwd,
+            limits=limits,
+            kernel_dir=self.parent.kernel_dir,
+        )
+        if "error" in reply:
+            raise RuntimeError(f"the kernel could not start: {reply['error']}")
         self.process = ForkedKernel(zygote, int(reply["pid"]))
-        self.pid = self.pgid = self.process.pid
+        self.pid = self.process.pid
+        self.pgid = None  # signals go through the zygote (ForkedKernel.send_signal)
         self.cwd = cwd
         return self.connection_info
 
@@ -158,6 +246,11 @@ class WarmProvisioner(LocalProvisioner):
             time.sleep(0.005)
         code, self.process = self.process.returncode, None
         return code
+
+    async def cleanup(self, restart: bool = False) -> None:
+        await super().cleanup(restart)
+        if not restart and self.parent.kernel_dir:
+            shutil.rmtree(self.parent.kernel_dir, ignore_errors=True)
 
 
 class WarmKernelClient(AsyncKernelClient):
@@ -213,8 +306,21 @@ class WarmKernelManager(AsyncKernelManager):
         config=True
     )
 
+    sandbox = Dict(help="How kernels are isolated (fields of engine.sandbox.SandboxSettings)").tag(
+        config=True
+    )
+
+    kernel_dir = Unicode("", help="This kernel's folder: connection file and ipc sockets")
+
     async def _async_pre_start_kernel(self, **kw: Any):
         self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+        # The kernel talks over Unix sockets in a folder of its own (in the sandbox it has no
+        # network at all), and its connection file (with its HMAC key) lives there too.
+        zygote = Zygote.current(self.sandbox)
+        self.kernel_dir = tempfile.mkdtemp(prefix="k", dir=f"{zygote.run_dir}/kernels")
+        self.transport = "ipc"
+        self.connection_file = f"{self.kernel_dir}/kernel.json"
+        self.ip = f"{self.kernel_dir}/ipc"
         if self.provisioner is None:
             self.provisioner = WarmProvisioner(
                 kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self

@@ -2,10 +2,17 @@
 fresh, real ipykernel for every request, so no kernel pays for `import torch` again.
 
 Protocol: one JSON line per connection on a Unix socket.
-  {"op": "fork", "cmd": [...], "env": {...}, "cwd": "...", "limits": {...}} -> {"pid": N}
-  ("limits" is a Limits as a dict, see limits.py; missing means the defaults.)
+  {"op": "fork", "cmd": [...], "env": {...}, "cwd": "...", "limits": {...},
+   "kernel_dir": "..."} -> {"pid": N} or {"error": "..."}
+  ("limits" is a Limits as a dict, see limits.py; missing means the defaults. "kernel_dir" holds
+  the kernel's connection file and ipc sockets; when sandboxed, it is all the kernel sees of the
+  run folder.)
   {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null,
-                                 "cpu_s": float|null}
+                                 "cpu_s": float|null, "reason": "why the zygote killed it"}
+  {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)
+  {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
+The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
+runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
   {"op": "preload", "modules": [...]} -> {"failed": [...]}  (imports them for later kernels)
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
 another thread would stay locked forever in the child. The parent therefore starts it with
@@ -14,12 +21,18 @@ OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import select
+import signal
 import socket
 import sys
+import time
+from dataclasses import dataclass
 
+from autograder.engine import isolation
 from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -126,7 +139,7 @@ def _become_kernel(request: dict) -> None:
     """In the forked child: turn into an ipykernel started exactly as `cmd` asks, within the
     resource limits the request gives."""
     os.setsid()  # its own process group, so signals to the kernel reach its children too
-    Limits.from_dict(request.get("limits")).apply()
+    Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -139,11 +152,49 @@ def _become_kernel(request: dict) -> None:
     kernelapp.launch_new_instance(argv=argv)
 
 
-class _Children:
-    """Exit status and peak memory of the kernels this zygote forked, reaped as they end."""
+@dataclass
+class _Kernel:
+    init: int | None  # pid 1 of its pid namespace, when sandboxed
+    deadline: float | None  # time.monotonic() after which it is killed
+    wall_seconds: int | None
+    reason: str = ""  # why the zygote killed it, if it did
 
-    def __init__(self) -> None:
-        self.ended: dict[int, tuple[int, float, float]] = {}
+
+class _Kernels:
+    """The kernels this zygote started (its children), by pid: signals, wall-clock limits, and
+    how each one ended."""
+
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.running: dict[int, _Kernel] = {}
+        self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
+        self.ended: dict[int, tuple[int, float, float, str]] = {}
+
+    def start(self, request: dict, *inherited: socket.socket) -> int:
+        request = {**request, **self.config}
+        limits = Limits.from_dict(request.get("limits"))
+
+        def close_inherited() -> None:
+            for sock in inherited:
+                sock.close()
+
+        init = None
+        if self.config["sandboxed"]:
+            pid, init = isolation.fork_isolated(request, close_inherited, _become_kernel)
+        else:
+            pid = os.fork()
+            if pid == 0:
+                close_inherited()
+                try:
+                    _become_kernel(request)
+                finally:
+                    os._exit(0)
+        wall = limits.wall_seconds
+        deadline = time.monotonic() + wall if wall else None
+        self.running[pid] = _Kernel(init, deadline, wall)
+        if init is not None:
+            self.inits[init] = pid
+        return pid
 
     def reap(self) -> None:
         while True:
@@ -153,18 +204,64 @@ class _Children:
                 return
             if pid == 0:
                 return
+            if pid in self.inits:  # its kernel is dead too (a pid namespace ends with its init)
+                self.running[self.inits.pop(pid)].init = None
+                continue
+            kernel = self.running.pop(pid, None)
+            if kernel is None:
+                continue
+            _kill_group(pid)  # what it left in its process group
+            if kernel.init is not None:  # ends its pid namespace: nothing it started survives
+                del self.inits[kernel.init]
+                _kill_group(kernel.init)
+                os.waitpid(kernel.init, 0)  # returns once every process in it is gone
             cpu = usage.ru_utime + usage.ru_stime
-            self.ended[pid] = (os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, cpu)
+            code = os.waitstatus_to_exitcode(status)
+            self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
+
+    def enforce_wall_clock(self) -> float:
+        """Kill every kernel past its wall-clock limit; seconds until the next deadline."""
+        now, wait = time.monotonic(), 1.0
+        for pid, kernel in self.running.items():
+            if kernel.deadline is None or kernel.reason:
+                continue
+            if now >= kernel.deadline:
+                kernel.reason = f"stopped at its wall-clock limit of {kernel.wall_seconds} s"
+                _kill_group(pid)
+            else:
+                wait = min(wait, kernel.deadline - now)
+        return max(wait, 0.001)
+
+    def signal(self, pid: int, signum: int) -> dict:
+        if pid in self.running:
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+        return {}
 
     def status(self, pid: int) -> dict:
         self.reap()
         if pid in self.ended:
-            code, maxrss, cpu = self.ended[pid]
-            return {"running": False, "returncode": code, "maxrss_mb": maxrss, "cpu_s": cpu}
+            code, maxrss, cpu, reason = self.ended[pid]
+            return {
+                "running": False,
+                "returncode": code,
+                "maxrss_mb": maxrss,
+                "cpu_s": cpu,
+                "reason": reason,
+            }
         return {"running": True, "returncode": None, "maxrss_mb": None, "cpu_s": None}
 
 
-def serve(path: str) -> None:
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def serve(path: str, config: dict) -> None:
     # Listen first, then preload: the grader can send its first requests (which wait in the
     # backlog) and get on with its own work while torch is imported here.
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -172,33 +269,37 @@ def serve(path: str) -> None:
     server.listen(64)
     print("listening", flush=True)
     _preload()
-    children = _Children()
+    kernels = _Kernels(config)
     while True:
+        kernels.reap()
+        ready, _, _ = select.select([server], [], [], kernels.enforce_wall_clock())
+        if not ready:
+            continue
         connection, _ = server.accept()
         with connection:
             request = json.loads(connection.makefile("r").readline() or "{}")
-            if request.get("op") == "fork":
-                children.reap()
-                pid = os.fork()
-                if pid == 0:
-                    server.close()
-                    connection.close()
-                    try:
-                        _become_kernel(request)
-                    finally:
-                        os._exit(0)
-                reply = {"pid": pid}
-            elif request.get("op") == "status":
-                reply = children.status(int(request["pid"]))
-            elif request.get("op") == "preload":
-                reply = _import_more(request.get("modules", []))
-            elif request.get("op") == "stop":
-                connection.sendall(b"{}\n")
-                return
-            else:
-                reply = {"error": f"unknown request {request!r}"}
+            op = request.get("op")
+            try:
+                if op == "fork":
+                    kernels.reap()
+                    reply = {"pid": kernels.start(request, server, connection)}
+                elif op == "status":
+                    reply = kernels.status(int(request["pid"]))
+                elif op == "signal":
+                    reply = kernels.signal(int(request["pid"]), int(request["signum"]))
+                elif op == "preload":
+                    reply = _import_more(request.get("modules", []))
+                elif op == "info":
+                    reply = config
+                elif op == "stop":
+                    connection.sendall(b"{}\n")
+                    return
+                else:
+                    reply = {"error": f"unknown request {request!r}"}
+            except (OSError, RuntimeError) as error:
+                reply = {"error": f"{op} failed: {error}"}
             connection.sendall((json.dumps(reply) + "\n").encode())
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {"sandboxed": False})

@@ -1,0 +1,169 @@
+"""Inside the sandbox: give one kernel namespaces of its own, then drop every privilege.
+
+For each kernel the zygote enters a new pid namespace just long enough to spawn a placeholder
+init (`sleep`, pid 1; when it dies, everything in the namespace dies) and to fork the kernel
+(pid 2, still the zygote's own child, so one fork per kernel as without the sandbox). The kernel
+then, before any student code: enters new mount, IPC and network namespaces; mounts a private
+size-limited /tmp (its home and working folder), a private /dev/shm, an empty folder over the
+zygote's run folder with only its own folder (connection file, ipc sockets) shown again, and a
+/proc that shows its own pid namespace only; becomes an unprivileged user (nobody when the
+grader is root) in a user namespace of its own (so RLIMIT_NPROC counts this kernel's processes
+only, and applies even to a mapped root); and drops all capabilities. When the kernel ends, the
+zygote kills its init, and so every process it left behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import struct
+import sys
+from collections.abc import Callable
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
+MS_PRIVATE = 1 << 18
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+# capset(2) has no libc wrapper; its number per architecture (elsewhere the self-test fails and
+# the grader falls back, loudly, to limits only).
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
+CAPABILITY_VERSION_3 = 0x20080522
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = ""):
+    encode = lambda s: s.encode() if s else None  # noqa: E731
+    result = _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data))
+    _check(result, f"mount {target}")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as file:
+        file.write(text)
+
+
+def _drop_capabilities() -> None:
+    if SYS_CAPSET is None:
+        raise OSError(f"capset: unknown system call number on {os.uname().machine}")
+    header = struct.pack("II", CAPABILITY_VERSION_3, 0)
+    data = bytes(24)  # two (effective, permitted, inheritable) triples, all zero
+    _check(_libc.syscall(SYS_CAPSET, header, data), "capset")
+
+
+def _private_mounts(kernel_dir: str, run_dir: str, scratch_mb: int, uid: int, gid: int) -> None:
+    """In the kernel's new mount namespace: what it may write, and what it sees of the run
+    folder (its own folder only)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    own = os.open(kernel_dir, os.O_PATH | os.O_DIRECTORY)
+    owner = f"mode=0700,uid={uid},gid={gid}"
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size=16m,{owner}")
+    if os.path.isdir(run_dir):  # not under /tmp: hide it the same way
+        _mount("tmpfs", run_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    os.makedirs(kernel_dir, exist_ok=True)
+    _mount(f"/proc/self/fd/{own}", kernel_dir, None, MS_BIND)
+    os.close(own)
+
+
+def _become_unprivileged(uid: int | None) -> None:
+    """In the kernel: a /proc of its own pid namespace, a non-root user (when `uid` is given),
+    a user namespace of its own, no capabilities, no way to gain any."""
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    # A uid change makes the process non-dumpable, and so its /proc/self files root's; this
+    # process must still write its own uid_map.
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    real_uid, real_gid = os.getuid(), os.getgid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare user namespace")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
+    _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
+    _drop_capabilities()
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def fork_isolated(request: dict, in_child: Callable[[], None], become_kernel) -> tuple[int, int]:
+    """In the zygote: fork a kernel into a new pid namespace (under a `sleep` as its init), and
+    return (kernel pid, init pid). In the child, `in_child` runs first, then the kernel isolates
+    itself (isolate_self) and becomes a kernel; it never returns there."""
+    global _own_pid_namespace
+    if _own_pid_namespace is None:
+        _own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    # Processes forked from now on go in a new pid namespace, until setns below.
+    _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+    try:
+        # pid 1: `sleep`, spawned without copying the zygote (vfork); when it dies, every
+        # process of the namespace dies. It does not reap: orphans stay zombies until then.
+        init = os.posix_spawn("/bin/sleep", ["sleep", "infinity"], {})
+        try:
+            kernel = os.fork()
+        except OSError:
+            os.kill(init, signal.SIGKILL)
+            os.waitpid(init, 0)
+            raise
+        if kernel == 0:
+            in_child()
+            try:
+                isolate_self(request)
+            except OSError as error:  # no student code has run: a plain failure
+                print(f"kernel set-up failed: {error}", file=sys.stderr, flush=True)
+                os._exit(1)
+            try:
+                become_kernel(request)
+            finally:
+                os._exit(0)
+    finally:
+        _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
+    return kernel, init
+
+
+def isolate_self(request: dict) -> None:
+    """In the forked kernel (pid 2 of its namespace), before any student code."""
+    os.close(_own_pid_namespace)
+    uid = request.get("kernel_uid")
+    owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _private_mounts(request["kernel_dir"], request["run_dir"], int(request["scratch_mb"]), *owner)
+    _become_unprivileged(uid)
+
+
+_own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
+
+
+def self_test(run_dir: str, kernel_uid: int | None) -> str | None:
+    """Isolate one do-nothing kernel exactly as for a real one; None if that works, else why.
+    Run (as a script, without importing torch) inside bwrap before the zygote is trusted to."""
+    kernel_dir = os.path.join(run_dir, "self-test")
+    os.makedirs(kernel_dir, exist_ok=True)
+    request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1}
+    try:
+        kernel, init = fork_isolated(
+            {**request, "kernel_uid": kernel_uid}, lambda: None, lambda request: None
+        )
+    except OSError as error:
+        return str(error)
+    _, status = os.waitpid(kernel, 0)
+    os.kill(init, signal.SIGKILL)
+    os.waitpid(init, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return f"an isolated kernel could not set itself up (exit status {status})"
+    return None
+
+
+if __name__ == "__main__":
+    why = self_test(sys.argv[1], int(sys.argv[2]) if sys.argv[2:] else None)
+    print(why or "ok")
+    sys.exit(1 if why else 0)

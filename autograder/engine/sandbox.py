@@ -1,0 +1,126 @@
+"""The grading sandbox, seen from outside: its settings, whether bubblewrap works on this
+machine, the bwrap command that runs the zygote inside it, and the environment kernels get.
+
+The zygote runs in bubblewrap with a read-only view made of the system directories, the Python
+environment and the autograder package only (no course, no home, no gradebook), its own /tmp,
+no network and its own process, IPC and host-name namespaces. Each kernel it forks then gets
+namespaces of its own on top (see isolation.py). Where bubblewrap is missing or fails, kernels
+run with resource limits only, and `Zygote.weaker` says so in every result.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import autograder
+
+SANDBOX_ENV = "HOOKLAB_SANDBOX"  # "off" forces the weaker mode, "bwrap" requires the sandbox
+NOBODY = 65534
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Variables a kernel may inherit from the grader; everything else (tokens, database URLs, paths
+# into the course) stays outside.
+KERNEL_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "PYTHONHASHSEED", "PYTHONUNBUFFERED")
+WEAKER = (
+    "NOT SANDBOXED ({why}): kernels run with resource limits only; a submission can read the "
+    "course files, use the network and reach other kernels (see docs/threat-model.md)"
+)
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """How kernels are isolated; `c.WarmKernelManager.sandbox = {...}` in nbgrader_config.py."""
+
+    mode: str = "auto"  # auto: bubblewrap if it works here, else limits only (loudly); bwrap; off
+    scratch_mb: int = 256  # each kernel's private /tmp (a tmpfs: it counts as memory)
+    kernel_uid: int = NOBODY  # the user kernels run as when the grader is root
+    expose: tuple[str, ...] = ()  # more host folders kernels may read (read-only)
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> SandboxSettings:
+        values = dict(values or {})
+        if os.environ.get(SANDBOX_ENV):
+            values["mode"] = os.environ[SANDBOX_ENV]
+        if values.get("mode", "auto") not in ("auto", "bwrap", "off"):
+            raise ValueError(f"sandbox mode must be auto, bwrap or off, not {values['mode']!r}")
+        values["expose"] = tuple(values.get("expose", ()))
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def readable_paths() -> list[str]:
+    """Host folders the sandbox shows (read-only) besides the system: the Python environment
+    and the autograder package, and nothing else of the folder that holds them."""
+    package = str(Path(autograder.__file__).resolve().parent)
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).parent)}
+    python.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
+    chosen = sorted(p for p in python | {package} if os.path.isdir(p) and p not in SYSTEM_DIRS)
+    # Inside a folder already shown: nothing to add.
+    shown = [*SYSTEM_DIRS, *chosen]
+    return [p for p in chosen if not any(p.startswith(d + "/") for d in shown)]
+
+
+def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
+    """The bwrap arguments that run a command in the sandbox, or None without bubblewrap.
+
+    As root, bwrap runs privileged (no user namespace of its own) and keeps for the zygote the
+    capabilities it needs to give each kernel namespaces, then a non-root user, and to signal it;
+    otherwise it runs in a user namespace where the zygote is root (untested here: CI is root).
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net"]
+    command += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() != 0:
+        command += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    command += ["--cap-drop", "ALL"]
+    for capability in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"):
+        command += ["--cap-add", capability]
+    command += ["--tmpfs", "/"]
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            command += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            command += ["--ro-bind", folder, folder]
+    shown = [*readable_paths(), *settings.expose]
+    # bwrap would create the folders above them for root only (0700); kernels are not root.
+    parents = {str(parent) for folder in shown for parent in Path(folder).parents}
+    for parent in sorted(parents - {"/", *SYSTEM_DIRS}):
+        command += ["--perms", "0755", "--dir", parent]
+    for folder in shown:
+        command += ["--ro-bind", folder, folder]
+    command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", run_dir, run_dir]
+    command += ["--remount-ro", "/", "--chdir", "/tmp"]
+    return command
+
+
+def probe(command: list[str], run_dir: str, kernel_uid: int | None) -> str | None:
+    """Why kernels cannot be isolated with this bwrap command here (None when they can): runs
+    isolation.py's self-test inside it, a fraction of a second once per batch."""
+    script = str(Path(__file__).with_name("isolation.py"))
+    test = [sys.executable, script, f"{run_dir}/kernels"]
+    test += [str(kernel_uid)] if kernel_uid is not None else []
+    try:
+        done = subprocess.run([*command, "--", *test], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    if done.returncode != 0:
+        lines = (done.stdout + done.stderr).strip().splitlines()
+        return lines[-1] if lines else f"exit code {done.returncode}"
+    return None
+
+
+def kernel_environment(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a sandboxed kernel: a few harmless variables of the grader's, the
+    single-thread settings, `extra`, and its private /tmp as home and temporary folder."""
+    kept = {k: v for k, v in env.items() if k in KERNEL_ENV or k.startswith(("LC_", "JPY_"))}
+    kept.update({k: v for k, v in env.items() if k.endswith("_NUM_THREADS")})
+    return {**kept, **extra, "HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/.mpl"}
