@@ -74,7 +74,9 @@ class HintPanel:
 
         self.hints = hints
         self.button = widgets.Button(
-            description=hints.button_label(), icon="lightbulb-o", layout={"width": "auto"}
+            description=hints.button_label(),
+            icon="lightbulb-o",
+            layout={"width": "auto", "align_self": "flex-start"},
         )
         self.shown = widgets.HTML(value=hints.shown_html())
         self.button.on_click(lambda _button: self.reveal_next())
@@ -89,7 +91,16 @@ class HintPanel:
         self.button.disabled = self.hints.exhausted
 
 
-def show_hints(grade_id: str, hints: list[str]) -> None:
-    """Show the hints of exercise `grade_id`, none revealed yet; each click reveals one more."""
+def show_hints(grade_id: str, hints: list[str] | None = None) -> None:
+    """Show the hints of exercise `grade_id`, none revealed yet; each click reveals one more.
+
+    Without `hints`, they come from autograder/widgets/hint_texts.py.
+    """
+    if hints is None:
+        from autograder.widgets.hint_texts import HINTS
+
+        if grade_id not in HINTS:
+            raise ValueError(f"no hints are written for {grade_id!r}")
+        hints = HINTS[grade_id]
     state = Hints(grade_id, hints)
     frontend.show(lambda: HintPanel(state).widget, state.fallback_text())
