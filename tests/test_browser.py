@@ -29,6 +29,7 @@ expect = sync_api.expect
 
 ASSIGNMENT = "forward_hooks"
 EXERCISE = "forward_collect"
+EXPLORER_ASSIGNMENT = "cnn_hooks"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -45,7 +46,7 @@ if not Path(CHROMIUM).exists():
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    root = make_course(tmp_path_factory.mktemp("course"), [ASSIGNMENT])
+    root = make_course(tmp_path_factory.mktemp("course"), [ASSIGNMENT, EXPLORER_ASSIGNMENT])
     with running_lab(root, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
 
@@ -71,19 +72,20 @@ def shots(tmp_path_factory):
     return tmp_path_factory.mktemp("screenshots")
 
 
-def cell_index(cell_id: str) -> int:
+def cell_index(cell_id: str, assignment: str = ASSIGNMENT) -> int:
     """The position of a cell in the student notebook (JupyterLab numbers its cells this way)."""
-    nb = notebooks.read(course.notebook_path("notebooks", ASSIGNMENT))
+    nb = notebooks.read(course.notebook_path("notebooks", assignment))
     return [cell.id for cell in nb.cells].index(cell_id)
 
 
-def cell(page, cell_id: str):
-    return page.locator(f".jp-Notebook-cell[data-windowed-list-index='{cell_index(cell_id)}']")
+def cell(page, cell_id: str, assignment: str = ASSIGNMENT):
+    index = cell_index(cell_id, assignment)
+    return page.locator(f".jp-Notebook-cell[data-windowed-list-index='{index}']")
 
 
-def open_notebook(browser, lab):
+def open_notebook(browser, lab, assignment: str = ASSIGNMENT):
     page = browser.new_page()
-    page.goto(lab.page(f"lab/tree/notebooks/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"))
+    page.goto(lab.page(f"lab/tree/notebooks/{assignment}/{assignment}.ipynb"))
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
     # The kernel is up when the status bar names it and calls it idle.
     expect(page.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible()
@@ -154,4 +156,27 @@ def test_formgrader_lists_the_assignment(browser, lab, shots):
     expect(page.locator("body")).to_contain_text("Manage Assignments")
     expect(page.locator("#main_table, table").first).to_contain_text(ASSIGNMENT)
     page.screenshot(path=shots / "formgrader.png")
+    page.close()
+
+
+def test_feature_map_explorer_draws_and_follows_its_controls(browser, lab, shots):
+    page = open_notebook(browser, lab, EXPLORER_ASSIGNMENT)
+    run_menu(page, "Run All Cells")
+    explorer = cell(page, "feature_map_explorer", EXPLORER_ASSIGNMENT).locator(".hooklab-explorer")
+    picture = explorer.locator("img")
+    expect(picture).to_have_attribute("src", re.compile("."))
+    layer = explorer.locator("select")
+    expect(layer.locator("option")).to_have_count(6)  # pool runs twice: "pool #1", "pool #2"
+    drawn = [picture.get_attribute("src")]
+    layer.select_option("block1.0")  # the conv output before the in-place ReLU: signed values
+    expect(picture).not_to_have_attribute("src", drawn[-1])
+    drawn.append(picture.get_attribute("src"))
+    channel, image = explorer.locator(".widget-slider .noUi-handle").all()
+    for slider in (channel, image):  # a key press moves a slider by one step
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        expect(picture).not_to_have_attribute("src", drawn[-1])
+        drawn.append(picture.get_attribute("src"))
+    expect(explorer.locator(".widget-readout")).to_have_text(["1", "1"])
+    explorer.screenshot(path=shots / "feature_map_explorer.png")
     page.close()
