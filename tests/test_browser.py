@@ -168,7 +168,7 @@ def test_feature_map_explorer_draws_and_follows_its_controls(browser, lab, shots
     layer = explorer.locator("select")
     expect(layer.locator("option")).to_have_count(6)  # pool runs twice: "pool #1", "pool #2"
     drawn = [picture.get_attribute("src")]
-    layer.select_option("block1.0")  # the conv output before the in-place ReLU: signed values
+    layer.select_option("block2.0")  # the conv output before the in-place ReLU: signed values
     expect(picture).not_to_have_attribute("src", drawn[-1])
     drawn.append(picture.get_attribute("src"))
     channel, image = explorer.locator(".widget-slider .noUi-handle").all()
