@@ -1,10 +1,11 @@
-"""The student experience in a real browser: JupyterLab 4 with nbgrader's and ipywidgets' extensions,
-driven by Playwright in Debian's headless Chromium.
+"""The student experience in a real browser: JupyterLab 4 with nbgrader's and ipywidgets'
+extensions, driven by Playwright in Debian's headless Chromium.
 
 A student opens a notebook, runs all cells (execution stops at the first unfinished exercise),
 answers that exercise, runs its check and sees it pass, in the check's output and in the progress
-panel, and opens its hints one at a time. nbgrader's Validate button and formgrader page load.
-Screenshots go to the pytest tmp folder; their paths are printed (`pytest -s` shows them).
+panel, and opens its hints one at a time. nbgrader's Validate button and formgrader page load;
+the CNN notebook's feature-map explorer redraws for each control. Screenshots go to the pytest
+tmp folder; their paths are printed (`pytest -s` shows them).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from autograder.cli import exercise_order
 from autograder.widgets.hint_texts import HINTS
 
 pytestmark = pytest.mark.browser
-sync_api = pytest.importorskip("playwright.sync_api")
+# CI sets HOOKLAB_REQUIRE_BROWSER: there a missing Playwright or Chromium is a failure, not a skip.
+REQUIRED = bool(os.environ.get("HOOKLAB_REQUIRE_BROWSER"))
+if REQUIRED:
+    from playwright import sync_api
+else:
+    sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 ASSIGNMENT = "forward_hooks"
@@ -38,15 +44,19 @@ CHROMIUM_ARGS = [
 SLOW = 180_000  # ms: two shared cores run the browser, the server and a torch kernel at once
 
 if not Path(CHROMIUM).exists():
-    # CI installs Debian's chromium and sets HOOKLAB_REQUIRE_BROWSER, so there a skip is a failure.
-    if os.environ.get("HOOKLAB_REQUIRE_BROWSER"):
+    if REQUIRED:
         raise RuntimeError(f"no Chromium at {CHROMIUM}: apt-get install chromium")
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    root = make_course(tmp_path_factory.mktemp("course"), [ASSIGNMENT, EXPLORER_ASSIGNMENT])
+    exchange = tmp_path_factory.mktemp("exchange")  # not /usr/local/share: formgrader warns there
+    root = make_course(
+        tmp_path_factory.mktemp("course"),
+        [ASSIGNMENT, EXPLORER_ASSIGNMENT],
+        config=f"c.Exchange.root = {str(exchange)!r}",
+    )
     with running_lab(root, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
 
@@ -147,6 +157,7 @@ def test_nbgrader_validate_button_reports_on_the_notebook(browser, lab, shots):
     # The untouched exercises do not pass yet; validate names one of their check cells.
     expect(dialog).to_contain_text("forward_add5")
     dialog.screenshot(path=shots / "validate.png")
+    print(f"\nscreenshot: {shots / 'validate.png'}")
     page.close()
 
 
@@ -156,6 +167,7 @@ def test_formgrader_lists_the_assignment(browser, lab, shots):
     expect(page.locator("body")).to_contain_text("Manage Assignments")
     expect(page.locator("#main_table, table").first).to_contain_text(ASSIGNMENT)
     page.screenshot(path=shots / "formgrader.png")
+    print(f"\nscreenshot: {shots / 'formgrader.png'}")
     page.close()
 
 
@@ -179,4 +191,5 @@ def test_feature_map_explorer_draws_and_follows_its_controls(browser, lab, shots
         drawn.append(picture.get_attribute("src"))
     expect(explorer.locator(".widget-readout")).to_have_text(["1", "1"])
     explorer.screenshot(path=shots / "feature_map_explorer.png")
+    print(f"\nscreenshot: {shots / 'feature_map_explorer.png'}")
     page.close()
