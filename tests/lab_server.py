@@ -35,9 +35,9 @@ class Lab:
     token: str
     log: Path
 
-    def page(self, path: str) -> str:
+    def page(self, path: str, *query: str) -> str:
         """The address of `path` (e.g. "lab/tree/x.ipynb"), logging in with the token."""
-        return f"{self.url}/{path}?token={self.token}"
+        return f"{self.url}/{path}?{'&'.join([f'token={self.token}', *query])}"
 
 
 def free_port() -> int:

@@ -95,7 +95,9 @@ def cell(page, cell_id: str, assignment: str = ASSIGNMENT):
 
 def open_notebook(browser, lab, assignment: str = ASSIGNMENT):
     page = browser.new_page()
-    page.goto(lab.page(f"lab/tree/notebooks/{assignment}/{assignment}.ipynb"))
+    # `reset`: a fresh layout, not the tabs an earlier page left open (Run All must not go there).
+    page.goto(lab.page(f"lab/tree/notebooks/{assignment}/{assignment}.ipynb", "reset"))
+    expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
     # The kernel is up when the status bar names it and calls it idle.
     expect(page.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible()
