@@ -83,10 +83,22 @@ def test_unknown_exercise_or_empty_hints_are_refused():
         Hints("demo", [])
 
 
-def test_every_exercise_has_hints_and_every_hint_an_exercise():
-    exercises = {e for a in course.assignments() for e in exercise_order(a, ROOT)}
-    assert exercises <= set(HINTS)
-    assert set(HINTS) <= exercises
+def test_every_exercise_of_a_notebook_with_hint_cells_has_hints_and_every_hint_an_exercise():
+    all_exercises, hint_cells = set(), set()
+    for assignment in course.assignments():
+        nb = notebooks.read(course.notebook_path("solutions", assignment))
+        cells = {cell.id: cell.source for cell in nb.cells}
+        exercises = exercise_order(assignment, ROOT)
+        all_exercises |= set(exercises)
+        for exercise in exercises:
+            if f"{exercise}_hints" in cells:
+                assert f'show_hints("{exercise}")' in cells[f"{exercise}_hints"]
+                hint_cells.add(exercise)
+        if hint_cells & set(exercises):  # a notebook with hints has them for every exercise
+            assert set(exercises) <= hint_cells, assignment
+    assert len(hint_cells) >= 25  # forward_hooks, backward_hooks, module_apply, cnn_hooks
+    assert hint_cells <= set(HINTS)
+    assert set(HINTS) <= all_exercises
 
 
 def test_no_hint_contains_a_line_of_a_solution_or_hidden_test():
