@@ -11,6 +11,7 @@ from typing import Any
 
 from autograder.checks.student import Student
 from autograder.feedback import CheckFailed
+from autograder.widgets import progress
 
 CheckFunction = Callable[[Student], str]
 _CHECKS: dict[tuple[str, bool], CheckFunction] = {}
@@ -51,7 +52,11 @@ def check(grade_id: str, namespace: MutableMapping[str, Any], *, hidden: bool = 
         kind = "hidden check" if hidden else "check"
         raise CheckFailed(f"there is no {kind} named {grade_id!r}") from None
     stderr = io.StringIO()
-    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(stderr):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        contextlib.redirect_stderr(stderr),
+        progress.recording(grade_id, hidden=hidden),  # the notebook's progress panel
+    ):
         warnings.simplefilter("always")
         try:
             message = fn(Student(namespace, grade_id))

@@ -1,0 +1,162 @@
+"""The hints of every exercise, in the order the hint button reveals them.
+
+They live here rather than in the notebooks, so that a student sees one hint per click instead
+of all of them in the cell's source. A hint guides; it never contains a line of the solution
+(tests/test_widgets.py checks that against the solution notebooks).
+"""
+
+HINTS: dict[str, list[str]] = {
+    # forward_hooks
+    "forward_collect": [
+        "`input` is a tuple `(x1, x2)`: `answer` needs its two elements, not the tuple itself.",
+        "A list has a method that adds every element of an iterable at once; `append` adds one "
+        "object.",
+        "The forward hook gets the output as its third argument: add it after the two inputs.",
+    ],
+    "forward_add5": [
+        "A forward hook that returns something other than `None` replaces the module's output.",
+        "Build a new tensor from `output` and return it; assigning to a local name does nothing.",
+    ],
+    "find_the_bug": [
+        "Run the demo cell: the exception's class name is printed before the colon.",
+        "Compare the buggy hook's parameters with the forward hook signature in the table at the "
+        "top of the notebook.",
+        "Try each option in the demo cell: only one of them makes the call run.",
+    ],
+    "hook_effects": [
+        "Run the demo cell: it prints what the module returns with each hook.",
+        "A returned value replaces the output; an in-place change alters the very tensor that "
+        "the module returns.",
+        "Assigning to `output` inside the hook only points a local name at a new tensor.",
+    ],
+    "pre_hook_replace": [
+        "A pre-hook receives `(module, input)`, where `input` is the tuple `(x1, x2)`.",
+        "Unpack the tuple, make a new tensor for the first entry and keep the second one.",
+        "Return a tuple with one entry per argument of `forward`, in the same order.",
+    ],
+    "hook_order": [
+        "Hooks of one kind run in the order they were registered.",
+        "`prepend=True` puts a hook in front of every hook registered before it.",
+        "Add a third hook with `prepend=True` to the demo cell and see where it lands.",
+    ],
+    "remove_handle": [
+        "Keep the output in a list created inside `capture_output`; the hook appends to it.",
+        "The handle that `register_forward_hook` returns works in a `with` block: the hook is "
+        "removed when the block ends, even after an error.",
+        "Call `module(*inputs)` inside the `with` block and return the stored output after it.",
+    ],
+    "method_hook": [
+        "In `__init__`, register the bound method `self.save_output` on `self.linear`.",
+        "`save_output` takes `self` and then the usual `(module, input, output)`.",
+        "Keep the output, detached, on the instance as `self.last_output`.",
+    ],
+    "forward_bypass": [
+        "Hooks are run by `nn.Module.__call__`, which is what `module(x)` invokes.",
+        "`module.forward(x)` runs the computation only: no hook fires.",
+        "Count the calls in the snippet that go through `__call__`.",
+    ],
+    "mlp_report": [
+        "`input` is the tuple of positional arguments; `input[0]` is the tensor `fc2` received.",
+        "`type(value)` gives a value's type and `tensor.size()` its size.",
+        "Detach the output before taking its norm, so the report does not keep the autograd graph.",
+    ],
+    # backward_hooks
+    "backward_collect": [
+        "`grad_input` is the tuple `(gradient w.r.t. x1, gradient w.r.t. x2)`; `grad_output` "
+        "is a tuple with one entry.",
+        "Add the elements of both tuples to `answer`: the inputs' gradients first, then the "
+        "output's.",
+        "A list's `extend` adds each element of a tuple; `append` would add the tuple as one "
+        "entry.",
+    ],
+    "tensor_hook_W": [
+        "A tensor hook receives one argument: the gradient, a tensor shaped like `W`.",
+        "Append it to `answer` and return nothing, so the gradient stays as it is.",
+    ],
+    "tensor_hook_scale": [
+        "A tensor hook that returns a tensor replaces the gradient with it.",
+        "Build a new tensor from `grad`; never change `grad` in place.",
+        "Only `x1` carries the hook, so `x2.grad` is left as autograd computes it.",
+    ],
+    "backward_normalize": [
+        "`grad_input[0]` is the gradient for `x1`, `grad_input[1]` the one for `x2`.",
+        "Dividing both by the same number keeps their ratio. Which number makes them add up to 1?",
+        "Return a new tuple with as many entries as `grad_input`; do not change it in place.",
+    ],
+    "deprecated_quiz": [
+        "The deprecated hook sits on the last operation of `forward`: `output * self.W`.",
+        "Its `grad_input` holds the gradients w.r.t. that operation's two operands, in order.",
+        "In a product, the gradient w.r.t. one factor is the other factor. Match the demo's "
+        "printed values (x1 = 2, x2 = 3, W = 5) against that.",
+    ],
+    "event_order": [
+        "The forward pass comes first: pre-hook, `forward`, forward hook.",
+        "Backward starts at `output`, so the hook on `output` runs before anything inside the "
+        "model.",
+        "A full backward hook may replace `grad_input`, so whatever reads the gradient of `x1` "
+        "waits for it; the gradient of `W` does not.",
+    ],
+    # module_apply
+    "apply_order": [
+        "`apply` is recursive: on each module it first handles all the children, then the "
+        "module itself.",
+        "Children are visited in the order they were assigned in `__init__`.",
+        "The module you call `apply` on comes last.",
+    ],
+    "apply_init_ones": [
+        "`apply` hands your function every module, containers included: test with `isinstance` "
+        "whether it is one of the four `Function` classes.",
+        "Change the parameters in place inside `with torch.no_grad():`; `module.parameters()` "
+        "yields them.",
+        "A tensor's `fill_` method sets every element to one value.",
+    ],
+    "apply_add_bias": [
+        "Assigning a `Parameter` to a module attribute registers it; a plain tensor is not "
+        "registered.",
+        "Only `Function` modules get a `b`: `Layer_AB` already has a child called `b`.",
+        "Make a new `Parameter` for each module, inside your function, so no two modules share "
+        "one.",
+    ],
+    "apply_init_bias": [
+        "Select the modules as in Exercise 2; now both `W` and `b` must become ones.",
+        "Fill in place under `torch.no_grad()`: a plain tensor cannot replace a registered "
+        "`Parameter`.",
+    ],
+    "apply_linear": [
+        "`linear_transformation` registers a forward hook on each `Function` module, and on no "
+        "other module.",
+        "The hook returns the new output, computed from `input[0]`, `module.W` and `module.b`.",
+        "`x @ W.T + b` works for inputs of shape `(2,)` and `(1, 2)` alike.",
+    ],
+    "apply_nn_init": [
+        "`isinstance(module, nn.Linear)` also matches the subclasses: `Head` and `out_proj`.",
+        "`nn.init.normal_(tensor, mean, std)` and `nn.init.zeros_(tensor)` change a tensor in "
+        "place.",
+        "A layer built with `bias=False` has `bias` set to `None`: skip it. Leave `nn.LayerNorm` "
+        "as it is.",
+    ],
+    # cnn_hooks
+    "activation_recorder": [
+        "You need one hook per layer name, each knowing its name: write a small function that "
+        "takes the name and returns a hook.",
+        "The hook appends a detached clone of `output` to that layer's list, once per call: "
+        "`pool` gets two entries.",
+        "Register the hooks, run the model, and remove every handle in a `finally:` block.",
+    ],
+    "gradient_recorder": [
+        "A full backward hook fails next to the in-place ReLU: register a forward hook that "
+        "calls `output.register_hook(...)` instead.",
+        "The tensor hook receives the gradient w.r.t. that output: keep a detached clone under "
+        "the layer's name.",
+        "Compute the score `model(x)[:, target].sum()`, remove the forward hooks, then call "
+        "`backward()` on the score.",
+    ],
+    "grad_cam": [
+        "One forward hook on the layer does two jobs: keep its output A, and register a tensor "
+        "hook on that output that keeps the gradient G.",
+        "Call `backward()` on the raw logit `model(x)[0, class_index]`, then average G over "
+        "the two spatial dimensions: one weight per channel.",
+        "Weight the channels of A, sum over the channels, apply ReLU, drop the batch dimension, "
+        "and divide by the maximum when it is positive.",
+    ],
+}

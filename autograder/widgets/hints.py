@@ -1,0 +1,106 @@
+"""Step-by-step hints for an exercise: a button that reveals one more hint per click.
+
+Only revealed hints ever reach the front end (or a saved notebook's widget state); the text
+fallback says how many hints there are and reveals none.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from autograder.widgets import frontend
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+class Hints:
+    """The hints of one exercise, in order, and how many of them are revealed."""
+
+    def __init__(self, grade_id: str, hints: list[str]) -> None:
+        if not hints or not all(isinstance(hint, str) and hint.strip() for hint in hints):
+            raise ValueError("hints must be a non-empty list of non-empty strings")
+        self.grade_id = grade_id
+        self._hints = list(hints)
+        self.revealed = 0
+
+    def __len__(self) -> int:
+        return len(self._hints)
+
+    @property
+    def shown(self) -> list[str]:
+        return self._hints[: self.revealed]
+
+    @property
+    def exhausted(self) -> bool:
+        return self.revealed == len(self._hints)
+
+    def reveal_next(self) -> str | None:
+        """Reveal the next hint and return it; None once every hint is revealed."""
+        if self.exhausted:
+            return None
+        self.revealed += 1
+        return self._hints[self.revealed - 1]
+
+    def button_label(self) -> str:
+        if self.exhausted:
+            return "No more hints"
+        return f"Show hint {self.revealed + 1} of {len(self)}"
+
+    def shown_html(self) -> str:
+        """The revealed hints as an HTML list; `code` in a hint becomes <code>."""
+        if not self.revealed:
+            return ""
+        items = "".join(f"<li>{_inline_code(hint)}</li>" for hint in self.shown)
+        return f"<ol>{items}</ol>"
+
+    def fallback_text(self) -> str:
+        count = f"{len(self)} hint{'s' if len(self) != 1 else ''}"
+        return (
+            f"{count} available for {self.grade_id}. Open this notebook in JupyterLab and run "
+            "this cell to reveal them one at a time."
+        )
+
+
+def _inline_code(text: str) -> str:
+    return _CODE.sub(r"<code>\1</code>", html.escape(text, quote=False))
+
+
+class HintPanel:
+    """The hints as a widget: revealed hints above a button that reveals the next one."""
+
+    def __init__(self, hints: Hints) -> None:
+        import ipywidgets as widgets
+
+        self.hints = hints
+        self.button = widgets.Button(
+            description=hints.button_label(),
+            icon="lightbulb-o",
+            layout={"width": "auto", "align_self": "flex-start"},
+        )
+        self.shown = widgets.HTML(value=hints.shown_html())
+        self.button.on_click(lambda _button: self.reveal_next())
+        title = widgets.HTML(value=f"<b>Hints for <code>{html.escape(hints.grade_id)}</code></b>")
+        self.widget = widgets.VBox([title, self.shown, self.button])
+        self.widget.add_class("hooklab-hints")
+
+    def reveal_next(self) -> None:
+        self.hints.reveal_next()
+        self.shown.value = self.hints.shown_html()
+        self.button.description = self.hints.button_label()
+        self.button.disabled = self.hints.exhausted
+
+
+def show_hints(grade_id: str, hints: list[str] | None = None) -> None:
+    """Show the hints of exercise `grade_id`, none revealed yet; each click reveals one more.
+
+    Without `hints`, they come from autograder/widgets/hint_texts.py.
+    """
+    if hints is None:
+        from autograder.widgets.hint_texts import HINTS
+
+        if grade_id not in HINTS:
+            raise ValueError(f"no hints are written for {grade_id!r}")
+        hints = HINTS[grade_id]
+    state = Hints(grade_id, hints)
+    frontend.show(lambda: HintPanel(state).widget, state.fallback_text())

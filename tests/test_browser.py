@@ -1,0 +1,200 @@
+"""The student experience in a real browser: JupyterLab 4 with nbgrader's and ipywidgets'
+extensions, driven by Playwright in Debian's headless Chromium.
+
+A student opens a notebook, runs all cells (execution stops at the first unfinished exercise),
+answers that exercise, runs its check and sees it pass, in the check's output and in the progress
+panel, and opens its hints one at a time. nbgrader's Validate button and formgrader page load;
+the CNN notebook's feature-map explorer redraws for each control. Screenshots go to the pytest
+tmp folder; their paths are printed (`pytest -s` shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from golden import answers, make_course
+from lab_server import running_lab
+
+from autograder import course, notebooks
+from autograder.cli import exercise_order
+from autograder.widgets.hint_texts import HINTS
+
+pytestmark = pytest.mark.browser
+# In CI (which sets CI=true, and whose .ci/run installs Chromium) a missing Playwright or Chromium
+# is a failure, not a skip; HOOKLAB_REQUIRE_BROWSER=1 asks for the same elsewhere.
+REQUIRED = os.environ.get("CI", "").lower() == "true" or bool(
+    os.environ.get("HOOKLAB_REQUIRE_BROWSER")
+)
+if REQUIRED:
+    from playwright import sync_api
+else:
+    sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+
+ASSIGNMENT = "forward_hooks"
+EXERCISE = "forward_collect"
+EXPLORER_ASSIGNMENT = "cnn_hooks"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+SLOW = 180_000  # ms: two shared cores run the browser, the server and a torch kernel at once
+
+if not Path(CHROMIUM).exists():
+    if REQUIRED:
+        raise RuntimeError(f"no Chromium at {CHROMIUM}: apt-get install chromium")
+    pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    exchange = tmp_path_factory.mktemp("exchange")  # not /usr/local/share: formgrader warns there
+    root = make_course(
+        tmp_path_factory.mktemp("course"),
+        [ASSIGNMENT, EXPLORER_ASSIGNMENT],
+        config=f"c.Exchange.root = {str(exchange)!r}",
+    )
+    with running_lab(root, tmp_path_factory.mktemp("jupyter")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=CHROMIUM,
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1280, "height": 1300},
+        )
+        context.set_default_timeout(SLOW)
+        expect.set_options(timeout=SLOW)
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def cell_index(cell_id: str, assignment: str = ASSIGNMENT) -> int:
+    """The position of a cell in the student notebook (JupyterLab numbers its cells this way)."""
+    nb = notebooks.read(course.notebook_path("notebooks", assignment))
+    return [cell.id for cell in nb.cells].index(cell_id)
+
+
+def cell(page, cell_id: str, assignment: str = ASSIGNMENT):
+    index = cell_index(cell_id, assignment)
+    return page.locator(f".jp-Notebook-cell[data-windowed-list-index='{index}']")
+
+
+def open_notebook(browser, lab, assignment: str = ASSIGNMENT):
+    page = browser.new_page()
+    # `reset`: a fresh layout, not the tabs an earlier page left open (Run All must not go there).
+    page.goto(lab.page(f"lab/tree/notebooks/{assignment}/{assignment}.ipynb", "reset"))
+    expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
+    expect(page.locator(".jp-NotebookPanel")).to_be_visible()
+    # The kernel is up when the status bar names it and calls it idle.
+    expect(page.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible()
+    return page
+
+
+def run_menu(page, item: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+
+def test_student_answers_an_exercise_and_sees_it_pass_with_widgets(browser, lab, shots):
+    start = time.monotonic()
+    page = open_notebook(browser, lab)
+    run_menu(page, "Run All Cells")
+    # Run All stops at the first unfinished exercise: its hooks still raise NotImplementedError.
+    expect(cell(page, f"{EXERCISE}_run")).to_contain_text("NotImplementedError")
+    progress = cell(page, "progress").locator(".jupyter-widgets.hooklab-progress")
+    count = len(exercise_order(ASSIGNMENT, course.ROOT))
+    expect(progress).to_contain_text(f"0 of {count} exercises pass")
+    expect(progress).to_contain_text("not checked yet")
+
+    editor = cell(page, EXERCISE).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(notebooks.parse_answers(answers(ASSIGNMENT, "all_correct"))[EXERCISE])
+    # Run the exercise from its set-up cell (a fresh `add`) down to its check cell.
+    cell(page, f"{EXERCISE}_setup").locator(".jp-InputPrompt").click()
+    for _ in range(cell_index(f"{EXERCISE}_test") - cell_index(f"{EXERCISE}_setup") + 1):
+        page.keyboard.press("Shift+Enter")
+    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea-output")
+    expect(check_output).to_contain_text(f"✓ {EXERCISE}")
+    expect(progress).to_contain_text(f"1 of {count} exercises pass")
+    expect(progress.locator("tr", has_text=EXERCISE)).to_contain_text("passed")
+
+    # The hint cell ran again on the way, so its panel starts afresh.
+    hints = cell(page, f"{EXERCISE}_hints").locator(".hooklab-hints")
+    button = hints.locator(".widget-button")
+    expect(button).to_have_text(re.compile("Show hint 1 of 3"))
+    expect(hints.locator("li")).to_have_count(0)
+    button.click()
+    expect(hints.locator("li")).to_have_count(1)
+    expect(hints.locator("li").first).to_have_text(HINTS[EXERCISE][0].replace("`", ""))
+    expect(button).to_have_text(re.compile("Show hint 2 of 3"))
+    expect(hints).not_to_contain_text(HINTS[EXERCISE][1].replace("`", ""))
+
+    cell(page, f"{EXERCISE}_hints").scroll_into_view_if_needed()
+    page.locator(".jp-NotebookPanel").screenshot(path=shots / "exercise_passes.png")
+    progress.screenshot(path=shots / "progress_panel.png")
+    print(f"\nscreenshots: {shots}  ({time.monotonic() - start:.0f} s in the notebook)")
+    page.close()
+
+
+def test_nbgrader_validate_button_reports_on_the_notebook(browser, lab, shots):
+    page = open_notebook(browser, lab)
+    page.locator(".validate-button").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Validation Results")
+    # The untouched exercises do not pass yet; validate names one of their check cells.
+    expect(dialog).to_contain_text("forward_add5")
+    dialog.screenshot(path=shots / "validate.png")
+    print(f"\nscreenshot: {shots / 'validate.png'}")
+    page.close()
+
+
+def test_formgrader_lists_the_assignment(browser, lab, shots):
+    page = browser.new_page()
+    page.goto(lab.page("formgrader"))
+    expect(page.locator("body")).to_contain_text("Manage Assignments")
+    expect(page.locator("#main_table, table").first).to_contain_text(ASSIGNMENT)
+    page.screenshot(path=shots / "formgrader.png")
+    print(f"\nscreenshot: {shots / 'formgrader.png'}")
+    page.close()
+
+
+def test_feature_map_explorer_draws_and_follows_its_controls(browser, lab, shots):
+    page = open_notebook(browser, lab, EXPLORER_ASSIGNMENT)
+    run_menu(page, "Run All Cells")
+    explorer = cell(page, "feature_map_explorer", EXPLORER_ASSIGNMENT).locator(".hooklab-explorer")
+    picture = explorer.locator("img")
+    expect(picture).to_have_attribute("src", re.compile("."))
+    layer = explorer.locator("select")
+    expect(layer.locator("option")).to_have_count(6)  # pool runs twice: "pool #1", "pool #2"
+    drawn = [picture.get_attribute("src")]
+    layer.select_option("block2.0")  # the conv output before the in-place ReLU: signed values
+    expect(picture).not_to_have_attribute("src", drawn[-1])
+    drawn.append(picture.get_attribute("src"))
+    channel, image = explorer.locator(".widget-slider .noUi-handle").all()
+    for slider in (channel, image):  # a key press moves a slider by one step
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        expect(picture).not_to_have_attribute("src", drawn[-1])
+        drawn.append(picture.get_attribute("src"))
+    expect(explorer.locator(".widget-readout")).to_have_text(["1", "1"])
+    explorer.screenshot(path=shots / "feature_map_explorer.png")
+    print(f"\nscreenshot: {shots / 'feature_map_explorer.png'}")
+    page.close()
