@@ -2,12 +2,15 @@
 
 A widget goes out as one display bundle holding both the widget view and a `text/plain`
 description. JupyterLab draws the widget; nbconvert, nbgrader and HTML exports without widget
-state keep the text. Outside a kernel (plain Python, the in-process test runner) the text is
-printed. ipywidgets is imported only here, and only when a widget is about to be shown.
+state keep the text. Outside a kernel (plain Python, the in-process test runner), and while
+nbgrader runs the notebook (it sets NBGRADER_EXECUTION: nobody is there to click, and no widget
+state is kept), the text is printed. ipywidgets is imported only here, and only when a widget is
+about to be shown.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -41,8 +44,10 @@ class Shown:
 
 
 def show(make_widget, text: str) -> Shown:
-    """Display `make_widget()` with `text` as fallback inside a kernel; elsewhere print `text`."""
-    return Shown(make_widget() if kernel_shell() is not None else None, text)
+    """Display `make_widget()` with `text` as fallback inside a kernel that someone is using;
+    elsewhere print `text`."""
+    interactive = kernel_shell() is not None and not os.environ.get("NBGRADER_EXECUTION")
+    return Shown(make_widget() if interactive else None, text)
 
 
 def _bundle(widget: Any, text: str) -> dict[str, Any]:
