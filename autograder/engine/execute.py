@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 import nbformat
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
@@ -76,6 +76,7 @@ def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
     When the kernel dies, the cells run before keep their outputs (and so their points), the
     cell that was running gets an error saying how it died, and every later graded cell an error
     saying it was not run: nbgrader scores an unrun test cell as passed, which it must not be.
+    A cell that ignores the interrupt at its time-out ends the run the same way.
     `cwd` is the kernel's working folder; on a worker that cannot see it, a temporary one.
     """
     settings = Config(config)
@@ -101,6 +102,10 @@ def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
             executor.preprocess(nb, {"metadata": {"path": path}})
         except DeadKernelError:
             death = _death(running)
+            _mark_unrun(nb, running.get("index", -1), death)
+        except CellTimeoutError:  # interrupted at its time-out, the cell still did not stop
+            name, timeout = _cell_name(running), executor.timeout
+            death = f"cell {name} timed out after {timeout} s and ignored the interrupt"
             _mark_unrun(nb, running.get("index", -1), death)
     zygote = Zygote.current()
     return KernelRun(death, zygote.peak_rss_mb or None, zygote.weaker)
@@ -141,8 +146,11 @@ def _death(running: dict) -> str:
             how = f" (signal {-code}, {signal.Signals(-code).name})"
         elif code is not None:
             how = f" (exit code {code})"
-    cell = running.get("cell")
-    if cell is None:
+    if running.get("cell") is None:
         return f"kernel died{how} before running any cell"
-    name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
-    return f"kernel died{how} while running cell {name}"
+    return f"kernel died{how} while running cell {_cell_name(running)}"
+
+
+def _cell_name(running: dict) -> str:
+    cell = running.get("cell") or {}
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id", "?")
