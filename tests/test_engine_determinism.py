@@ -27,14 +27,27 @@ ADDRESS = re.compile(r"0x[0-9a-f]{6,}")  # object addresses in reprs differ betw
 def graded_outputs(root, assignment: str, student: str) -> dict[str, list]:
     """The outputs of every graded test cell of the autograded notebook, as plain data.
 
-    Execution timing and counts live in metadata and execution_count, which are left out.
+    Left out: execution timing and counts (metadata, execution_count). Consecutive pieces of one
+    stream are joined: the kernel sends a print's text and its newline in one message or in two
+    depending on timing (seen on a loaded machine), and nbgrader stores the messages as they come.
     """
     nb = notebooks.read(course.notebook_path(f"autograded/{student}", assignment, root))
     outputs = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            outputs[cell.id] = [_masked(output) for output in cell.outputs]
+            outputs[cell.id] = [_masked(output) for output in _joined_streams(cell.outputs)]
     return outputs
+
+
+def _joined_streams(outputs) -> list[dict]:
+    joined = []
+    for output in outputs:
+        previous = joined[-1] if joined else {}
+        if output.output_type == "stream" and previous.get("name") == output.name:
+            previous["text"] += output.text
+        else:
+            joined.append(dict(output))
+    return joined
 
 
 def _masked(output) -> dict:
