@@ -1,6 +1,7 @@
 """Does every CNN-notebook check accept right answers and name each listed mistake?"""
 
 import os
+import random
 
 os.environ["MPLBACKEND"] = "Agg"  # the notebook plots; in-process runs must not need a display
 
@@ -137,6 +138,24 @@ def test_hidden_checks_draw_fresh_inputs(solved):
         check("activation_recorder", {"record_activations": spy}, hidden=True)
     assert len(seen) == 6
     assert len({(tuple(x.shape), x.flatten()[0].item()) for x in seen}) == 6
+
+
+def test_hidden_cases_follow_torchs_seed_not_pythons(solved):
+    # The notebook seeds torch; Python's `random` differs in every kernel. Regrading the same
+    # submission must draw the same cases, so that it gets the same messages.
+    def cases_drawn(python_seed):
+        seen = []
+
+        def spy(model, x, layer_names):
+            seen.append((tuple(x.shape), x.flatten()[:3].tolist(), model.fc.weight.shape))
+            return solved["record_activations"](model, x, layer_names)
+
+        random.seed(python_seed)
+        torch.manual_seed(1)
+        check("activation_recorder", {"record_activations": spy}, hidden=True)
+        return seen
+
+    assert cases_drawn(python_seed=1) == cases_drawn(python_seed=2)
 
 
 def test_checker_forward_matches_the_model():
