@@ -141,7 +141,6 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
     )
 
     result = NotebookResult(output="")
-    _, nb = validator.normalize(nb)
     for cls in steps.autograde_preprocessors:
         if cls is Execute:
             Zygote.current().preload(job.preload)
