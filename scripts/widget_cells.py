@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import notebooks  # noqa: E402
+from autograder import course, notebooks  # noqa: E402
 from autograder.widgets.hint_texts import HINTS  # noqa: E402
 
 EXPLORER_LAYERS = ["block1.0", "block1", "pool", "block2.0", "block2"]
@@ -86,5 +86,5 @@ def add_widget_cells(assignment: str) -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks"]:
+    for name in sys.argv[1:] or course.assignments():
         add_widget_cells(name)
