@@ -27,7 +27,13 @@ from autograder.engine.inspect_submission import submission_problems
 from autograder.engine.limits import Limits
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
-EXECUTION_SECTIONS = ("Execute", "ExecutePreprocessor", "NotebookClient", "WarmKernelManager")
+EXECUTION_SECTIONS = (
+    "Execute",
+    "ExecutePreprocessor",
+    "NotebookClient",
+    "WarmKernelManager",
+    "Verify",  # the trusted verification's course secret (verify.py)
+)
 # A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
@@ -166,8 +172,9 @@ class Batch:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
         timeout = self.config.Execute.get("timeout", 30)
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
-        notes = []
-        for cell in json.loads(executed.notebook).get("cells", []):
+        executed_nb = json.loads(executed.notebook)
+        notes = list(executed_nb.get("metadata", {}).get("hooklab", {}).get("flags", []))
+        for cell in executed_nb.get("cells", []):
             name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
             outputs = cell.get("outputs", [])
             errors = {o.get("ename") for o in outputs if o.get("output_type") == "error"}

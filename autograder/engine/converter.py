@@ -11,9 +11,10 @@ import nbformat
 from nbconvert.writers import FilesWriter
 from nbgrader.converters import Autograde
 from nbgrader.converters.base import BaseConverter
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import DeduplicateIds, Execute, NbGraderPreprocessor
 
 from autograder.engine import gradebook_cache, schema_cache
+from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import Executed
 
 schema_cache.install()
@@ -73,8 +74,9 @@ class EngineAutograde(Autograde):
 
     def _init_preprocessors(self) -> None:
         super()._init_preprocessors()
+        replace = {Execute: RemoteExecute, DeduplicateIds: DropDuplicateIds}
         self.exporter._preprocessors = [
-            RemoteExecute(parent=self.exporter) if isinstance(pp, Execute) else pp
+            next((new(parent=self.exporter) for old, new in replace.items() if type(pp) is old), pp)
             for pp in self.exporter._preprocessors
         ]
 

@@ -15,6 +15,7 @@ from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
+from autograder.engine.verify import Guard
 from autograder.engine.warm_kernel import WarmKernelManager, Zygote
 
 
@@ -86,6 +87,9 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
     executor.on_cell_start = lambda cell, cell_index: running.update(
         cell=cell, pid=executor.km.provisioner.pid
     )
+    # Trusted verification (verify.py): seeds into hidden test cells before, verdicts after.
+    guard = Guard.for_run(cwd, config)
+    guard.prepare(nb, executor)
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch
         resources = {"metadata": {"path": path}}
@@ -93,6 +97,7 @@ def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Exe
             executor.preprocess(nb, resources)
         except DeadKernelError:
             raise KernelDied(_death(running)) from None
+    guard.verify(nb)
     peak = Zygote.current().peak_rss_mb or None
     return Executed(nbformat.writes(nb), time.perf_counter() - start, peak)
 
