@@ -11,7 +11,7 @@ from the same seed, recomputes the expected values with torch itself and compare
 Converting a check is mechanical:
 
 1. Draw every random input of a hidden check from `s.rng` (a torch.Generator seeded from the
-   seed the grader writes into the hidden test cell), in a function of `rng` alone that the
+   seed the grader writes into the test cell), in a function of `rng` alone that the
    verifier can call again, e.g. `def _trials(rng): return [torch.rand(3, generator=rng), ...]`.
 2. `s.record("name", value)` every value the verdict depends on (the student's outputs, and for a
    visible check the notebook values it compared them with).
@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 
 MIMETYPE = "application/vnd.hooklab.evidence+json"
+T = TypeVar("T")
 
 
 class Evidence:
@@ -38,11 +41,13 @@ class Evidence:
 
     def __init__(self, grade_id: str, hidden: bool, seed: int | None) -> None:
         self.grade_id, self.hidden, self.seed = grade_id, hidden, seed
-        # Without a seed (a student running the notebook) the inputs are random as before.
-        self.rng = torch.Generator().manual_seed(
-            seed if seed is not None else random.randrange(2**63)
-        )
+        self.rng = self.generator(seed)
         self.items: dict[str, Any] = {}
+
+    @staticmethod
+    def generator(seed: int | None) -> torch.Generator:
+        """The generator for `seed`; without one (a student running the notebook), a random one."""
+        return torch.Generator().manual_seed(seed if seed is not None else random.randrange(2**63))
 
     def record(self, name: str, value: Any) -> None:
         self.items[name] = plain(value)
@@ -60,7 +65,10 @@ class Evidence:
         return {MIMETYPE: payload}
 
     def emit(self) -> None:
-        """Show the evidence as an output of the running cell (only inside IPython)."""
+        """Show the evidence as an output of the running cell, only when nbgrader executes the
+        notebook (a student's own Jupyter has no renderer for it and need not see it)."""
+        if not os.environ.get("NBGRADER_EXECUTION"):
+            return
         try:
             from IPython import get_ipython
             from IPython.display import display
@@ -68,6 +76,20 @@ class Evidence:
             return
         if get_ipython() is not None:
             display(self.output(), raw=True)
+
+
+def random_pairs(rng: torch.Generator, shapes: list[tuple[int, ...]]):
+    """A pair of uniform random tensors (x1, x2) per shape, drawn from `rng`."""
+    return [(torch.rand(s, generator=rng), torch.rand(s, generator=rng)) for s in shapes]
+
+
+def built_from(rng: torch.Generator, factory: Callable[..., T], *args: Any) -> T:
+    """`factory(*args)` with torch's global generator seeded from `rng`, so the verifier can
+    build the same model (its random initial weights) again; the caller's RNG state is kept."""
+    seed = int(torch.randint(2**62, (1,), generator=rng))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory(*args)
 
 
 def plain(value: Any) -> Any:
@@ -82,6 +104,8 @@ def plain(value: Any) -> Any:
         return {str(key): plain(item) for key, item in dict.items(value)}
     if value is None or type(value) in (bool, int, float, str):
         return value
+    if isinstance(value, type):
+        return f"<type {value.__module__}.{value.__qualname__}>"
     return f"<object of type {type(value).__name__}>"
 
 

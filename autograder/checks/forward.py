@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from autograder.checks.compare import compare_tensor_list
+from autograder.checks.evidence import random_pairs
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
 from autograder.checks.trusted import expect_close, expect_list, item, verifies
@@ -13,15 +14,6 @@ from autograder.models.forward import make_add
 from autograder.tolerances import close
 
 FRESH = "On a fresh Add module with new random inputs"
-
-
-def _trials(rng: torch.Generator, shapes: list[tuple[int, ...]]):
-    """The hidden checks' inputs: a pair (x1, x2) per shape, drawn from the check's generator."""
-    return [
-        (torch.rand(shape, generator=rng), torch.rand(shape, generator=rng)) for shape in shapes
-    ]
-
-
 COLLECT_SHAPES = [(1,), (1,), (3,)]
 ADD5_SHAPES = [(1,), (1,), (4,)]
 
@@ -62,7 +54,7 @@ def verify_forward_collect(rng: torch.Generator, evidence: dict) -> None:
 
 @register("forward_collect", hidden=True)
 def forward_collect_hidden(s: Student) -> str:
-    for trial, (x1, x2) in enumerate(_trials(s.rng, COLLECT_SHAPES)):
+    for trial, (x1, x2) in enumerate(random_pairs(s.rng, COLLECT_SHAPES)):
         output, answer = _collect_on_fresh_add(s, x1, x2)
         s.record(**{f"output{trial}": output, f"answer{trial}": answer})
         if not close(output, x1 + x2):
@@ -79,7 +71,7 @@ def forward_collect_hidden(s: Student) -> str:
 
 @verifies("forward_collect", hidden=True)
 def verify_forward_collect_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, (x1, x2) in enumerate(_trials(rng, COLLECT_SHAPES)):
+    for trial, (x1, x2) in enumerate(random_pairs(rng, COLLECT_SHAPES)):
         expect_close(item(evidence, f"output{trial}"), x1 + x2, f"output of trial {trial}")
         expect_list(item(evidence, f"answer{trial}"), [x1, x2, x1 + x2], f"answer of trial {trial}")
 
@@ -121,7 +113,7 @@ def forward_add5(s: Student) -> str:
 
 @register("forward_add5", hidden=True)
 def forward_add5_hidden(s: Student) -> str:
-    for trial, (x1, x2) in enumerate(_trials(s.rng, ADD5_SHAPES)):
+    for trial, (x1, x2) in enumerate(random_pairs(s.rng, ADD5_SHAPES)):
         got = _add5_on_fresh_add(s, x1, x2)
         s.record(**{f"output{trial}": got})
         if not close(got, x1 + x2 + 5):
@@ -143,5 +135,5 @@ def verify_forward_add5(rng: torch.Generator, evidence: dict) -> None:
 
 @verifies("forward_add5", hidden=True)
 def verify_forward_add5_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, (x1, x2) in enumerate(_trials(rng, ADD5_SHAPES)):
+    for trial, (x1, x2) in enumerate(random_pairs(rng, ADD5_SHAPES)):
         expect_close(item(evidence, f"output{trial}"), x1 + x2 + 5, f"output of trial {trial}")

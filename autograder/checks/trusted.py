@@ -19,20 +19,32 @@ from autograder.tolerances import ATOL, RTOL
 
 Verifier = Callable[[torch.Generator, dict[str, Any]], None]
 VERIFIERS: dict[tuple[str, bool], Verifier] = {}
+# Verifiers whose expected values do not depend on the notebook's state (only on the seed and on
+# torch), so evidence that passes them cannot have been made up by the notebook.
+INDEPENDENT: set[tuple[str, bool]] = set()
 
 
 class Suspicious(Exception):
     """The evidence does not show what the check's verdict claims."""
 
 
-def verifies(grade_id: str, *, hidden: bool = False) -> Callable[[Verifier], Verifier]:
-    """Register `fn(rng, evidence)` as the trusted verifier of the (visible or hidden) check."""
+def verifies(
+    grade_id: str, *, hidden: bool = False, independent: bool | None = None
+) -> Callable[[Verifier], Verifier]:
+    """Register `fn(rng, evidence)` as the trusted verifier of the (visible or hidden) check.
+
+    `independent` (default: `hidden`) says the expected values come from the seed and torch
+    alone; a verifier that recomputes them from notebook values the evidence carries (the
+    notebook's x1, a student's model weights) only proves the evidence is self-consistent.
+    """
 
     def decorate(fn: Verifier) -> Verifier:
         key = (grade_id, hidden)
         if key in VERIFIERS:
             raise ValueError(f"two verifiers registered for {key}")
         VERIFIERS[key] = fn
+        if hidden if independent is None else independent:
+            INDEPENDENT.add(key)
         return fn
 
     return decorate
@@ -67,10 +79,14 @@ def expect_list(got: Any, want: Sequence[torch.Tensor], what: str) -> None:
 
 
 def expect_equal(got: Any, want: Any, what: str) -> None:
-    """`got` is exactly `want` (plain data: numbers, strings, lists of them), same types."""
+    """`got` is exactly `want` (plain data: numbers, strings, lists and dicts of them)."""
     if type(got) is not type(want):
         raise Suspicious(f"{what} is {type(got).__name__}, expected {type(want).__name__}")
-    if isinstance(want, list):
+    if isinstance(want, dict):
+        expect_equal(sorted(got), sorted(want), f"the keys of {what}")
+        for key in want:
+            expect_equal(got[key], want[key], f"{what}[{key!r}]")
+    elif isinstance(want, list):
         if len(got) != len(want):
             raise Suspicious(f"{what} has {len(got)} entries, expected {len(want)}")
         for index, (a, b) in enumerate(zip(got, want, strict=True)):

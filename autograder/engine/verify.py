@@ -1,7 +1,7 @@
 """The trusted step around execution: seeds into hidden test cells before, verdicts checked after.
 
 It runs in the grading worker, a process the student's code never runs in. Before execution,
-`Guard.prepare` writes a seed into each hidden test cell's `check(...)` call (derived from the
+`Guard.prepare` writes a seed into each test cell's `check(...)` call (derived from the
 course secret, the student, the assignment and the grade id: unknown to the notebook before that
 cell runs, the same on every regrade) and records each cell's execute_reply status. After
 execution, `Guard.verify` gives each graded test cell that nbgrader would score as passed a
@@ -36,8 +36,8 @@ import nbformat
 
 import autograder.checks  # noqa: F401  (imports every check and its verifier)
 from autograder.checks import registry
-from autograder.checks.evidence import MIMETYPE, decode
-from autograder.checks.trusted import VERIFIERS, Suspicious
+from autograder.checks.evidence import MIMETYPE, Evidence, decode
+from autograder.checks.trusted import INDEPENDENT, VERIFIERS, Suspicious
 from autograder.engine.scan import Finding, scan_source
 
 FLAG = "tampering suspected"
@@ -72,8 +72,9 @@ class Guard:
         student, assignment = (parts[-2], parts[-1]) if len(parts) >= 2 else ("", "")
         return cls(student, assignment, secret)
 
-    def seed(self, grade_id: str) -> int:
-        return seed_for(self.secret, self.student, self.assignment, grade_id)
+    def seed(self, grade_id: str, hidden: bool) -> int:
+        kind = "hidden" if hidden else "visible"
+        return seed_for(self.secret, self.student, self.assignment, f"{grade_id}/{kind}")
 
     def prepare(self, nb: Any, executor: Any) -> None:
         """Seed the hidden test cells of `nb` (in place); make `executor` report reply statuses."""
@@ -90,9 +91,8 @@ class Guard:
 
     def _seeded(self, match: re.Match) -> str:
         grade_id, hidden = match.group(1), bool(match.group(2))
-        if not hidden:
-            return match.group(0)
-        return f'check("{grade_id}", globals(), hidden=True, seed={self.seed(grade_id)})'
+        flag = ", hidden=True" if hidden else ""
+        return f'check("{grade_id}", globals(){flag}, seed={self.seed(grade_id, hidden)})'
 
     def verify(self, nb: Any) -> list[str]:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
@@ -131,9 +131,9 @@ class Guard:
                 reason = self._verify_evidence(grade_id, hidden, evidence)
                 if reason:
                     return reason
-        # A visible check's evidence is the notebook's own state, which the kernel controls, so
-        # only a hidden check (inputs rebuilt from the grader's seed) is proof against forgery.
-        unproven = [call for call in calls if not call[1] or call not in VERIFIERS]
+        # Evidence checked against the notebook's own state (which the kernel controls) is only
+        # self-consistent; only an independent verifier's pass is proof against forgery.
+        unproven = [call for call in calls if call not in INDEPENDENT]
         if unproven and any(finding.tampers for finding in findings):
             return (
                 "this check's result cannot be proven outside the notebook's kernel, and the "
@@ -149,13 +149,12 @@ class Guard:
         if len(mine) > 1:
             return f"the check {grade_id} left {len(mine)} pieces of evidence instead of one"
         payload = mine[0]
-        seed = self.seed(grade_id) if hidden else None
+        seed = self.seed(grade_id, hidden)
         if payload.get("seed") != seed:
             return f"the evidence of {grade_id} is for other inputs than the grader's"
         try:
             values = decode(payload["data"])
-            rng = _generator(seed)
-            VERIFIERS[(grade_id, hidden)](rng, values)
+            VERIFIERS[(grade_id, hidden)](Evidence.generator(seed), values)
         except Suspicious as mismatch:
             return f"the grader's own verification of {grade_id} disagrees: {mismatch}"
         except Exception as error:  # malformed evidence: refused by weights_only, bad base64...
@@ -221,12 +220,6 @@ def _is_test_cell(cell: Any) -> bool:
 
 def _evidence_of(payload: Any, grade_id: str) -> bool:
     return isinstance(payload, dict) and payload.get("grade_id") == grade_id
-
-
-def _generator(seed: int | None):
-    import torch
-
-    return torch.Generator().manual_seed(seed if seed is not None else 0)
 
 
 def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]]:
