@@ -6,6 +6,7 @@ import base64
 import copy
 import io
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -18,10 +19,10 @@ from autograder.checks.trusted import VERIFIERS
 from autograder.engine.scan import scan_source
 from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
 
-ASSIGNMENTS = ["forward_hooks", "backward_hooks"]
+ASSIGNMENTS = ["forward_hooks", "backward_hooks", "cnn_hooks"]
 # Test cells with a trusted verifier: forward_collect, forward_add5 (visible and hidden); the four
 # backward exercises (visible and hidden).
-COVERED = {"forward_hooks": 13, "backward_hooks": 10}
+COVERED = {"forward_hooks": 13, "backward_hooks": 10, "cnn_hooks": 3}
 
 
 def _is_test(cell) -> bool:
@@ -65,10 +66,12 @@ def _run(nb, monkeypatch) -> tuple:
 def executed(request):
     """The solution notebook run with seeds: (assignment, guard, executed notebook)."""
     monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the CNN notebook draws
     nb = notebooks.read(ROOT / "solutions" / request.param / f"{request.param}.ipynb")
-    nb.cells = [c for c in nb.cells if "matplotlib" not in c.source]
     guard, nb = _run(nb, monkeypatch)
     monkeypatch.undo()
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
     return request.param, guard, nb
 
 
