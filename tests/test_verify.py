@@ -195,6 +195,13 @@ def test_hidden_errors_and_cells_that_did_not_run_score_zero(executed):
     assert zeroed == {nb.cells[index].id} and "did not run" in flags[0]
 
 
+def test_the_guard_takes_student_assignment_and_secret_from_the_run():
+    guard = Guard.for_run("/course/autograded/alice/forward_hooks", {"Verify": {"secret": "k"}})
+    assert (guard.student, guard.assignment, guard.secret) == ("alice", "forward_hooks", "k")
+    assert guard.seed("x", True) == seed_for("k", "alice", "forward_hooks", "x/hidden")
+    assert guard.seed("x", True) != guard.seed("x", False)
+
+
 def test_seeds_are_stable_and_differ_per_student_cell_and_secret():
     seed = seed_for("s", "alice", "a", "x")
     assert seed == seed_for("s", "alice", "a", "x")

@@ -190,7 +190,7 @@ def _cam_cases(rng: torch.Generator):
     for _ in range(30):
         model, x = fresh_case(rng, batch_max=1)
         layer, class_index = ("block1", "block2")[_randint(rng, 0, 1)], _randint(rng, 0, 9)
-        cam = expected_cam(model, layer, x, class_index)[0]
+        cam = expected_cam(model, layer, x, class_index, variants=False)[0]
         if cam.max() > 0:
             cases.append((model, layer, x, class_index, cam))
         if len(cases) == 3:
