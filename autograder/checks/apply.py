@@ -24,17 +24,23 @@ from autograder.checks.apply_runner import (
 from autograder.checks.evidence import built_from
 from autograder.checks.registry import register
 from autograder.checks.student import Student
-from autograder.checks.trusted import Suspicious, expect_close, item, verifies
+from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.models.apply import make_model
 from autograder.tolerances import close, close_broadcast
 
 
-@register("apply_order")
-def apply_order(s: Student) -> str:
+def _visited() -> list[str]:
     visited: list[str] = []
     make_model().apply(lambda module: visited.append(type(module).__name__))
+    return visited
+
+
+@register("apply_order")
+def apply_order(s: Student) -> str:
+    visited = _visited()
     got = s.get("predicted_order", hint="Fill in `predicted_order` in the cell above.")
+    s.record(predicted_order=got)
     if not isinstance(got, list | tuple) or ... in got:
         raise CheckFailed(
             f"`predicted_order` should be a list of class names, got {describe(got)}."
@@ -62,6 +68,11 @@ def apply_order(s: Student) -> str:
         "right modules, wrong order. apply(fn) first calls child.apply(fn) on each child, in the "
         "order they were assigned in __init__, and calls fn(self) last."
     )
+
+
+@verifies("apply_order", independent=True)
+def verify_apply_order(rng: torch.Generator, evidence: dict) -> None:
+    expect_equal(item(evidence, "predicted_order"), _visited(), "predicted_order")
 
 
 # ---- apply_init_ones -----------------------------------------------------------------------------
