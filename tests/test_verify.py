@@ -177,11 +177,11 @@ def test_hidden_errors_and_cells_that_did_not_run_score_zero(executed):
     _, guard, nb = executed
     index, _ = _first_covered(nb, hidden=False)
     hidden_error = copy.deepcopy(nb)
-    guard.replies[index] = "error"
+    guard.hidden_errors.add(index)
     try:
         flags, zeroed, _ = _verified(guard, hidden_error)
     finally:
-        guard.replies[index] = "ok"
+        guard.hidden_errors.discard(index)
     assert zeroed == {nb.cells[index].id} and "error output was hidden" in flags[0]
     not_run = copy.deepcopy(nb)
     not_run.cells[index].execution_count = None
@@ -192,6 +192,23 @@ def test_hidden_errors_and_cells_that_did_not_run_score_zero(executed):
     finally:
         guard.replies[index] = saved
     assert zeroed == {nb.cells[index].id} and "did not run" in flags[0]
+
+
+def test_the_guard_records_hidden_errors_and_keeps_nbgraders_own_hook():
+    seen = []
+    executor = SimpleNamespace(on_cell_executed=lambda **kwargs: seen.append(kwargs["cell_index"]))
+    nb = notebooks.nbformat.v4.new_notebook(cells=[notebooks.nbformat.v4.new_code_cell("x")] * 2)
+    guard = Guard("alice", "a")
+    guard.prepare(nb, executor)
+    error = notebooks.nbformat.v4.new_output("error", ename="E", evalue="", traceback=[])
+    shown = notebooks.nbformat.v4.new_code_cell("x", outputs=[error])
+    executor.on_cell_executed(
+        cell=nb.cells[0], cell_index=0, execute_reply={"content": {"status": "error"}}
+    )
+    executor.on_cell_executed(
+        cell=shown, cell_index=1, execute_reply={"content": {"status": "error"}}
+    )
+    assert guard.hidden_errors == {0} and seen == [0, 1]
 
 
 def test_the_guard_takes_student_assignment_and_secret_from_the_run():

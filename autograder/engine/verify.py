@@ -63,6 +63,7 @@ class Guard:
     secret: str = ""
     replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
     sources: dict[int, str] = field(default_factory=dict)  # cell index -> source before seeding
+    hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
 
     @classmethod
     def for_run(cls, cwd: str, config: dict | None) -> Guard:
@@ -84,8 +85,15 @@ class Guard:
             self.sources[index] = cell.source
             cell.source = CHECK_CALL.sub(self._seeded, cell.source)
 
+        nbgrader_hook = getattr(executor, "on_cell_executed", None)
+
         def on_cell_executed(cell, cell_index, execute_reply):
-            self.replies[cell_index] = execute_reply.get("content", {}).get("status", "")
+            status = execute_reply.get("content", {}).get("status", "")
+            self.replies[cell_index] = status
+            if status == "error" and not any(o.output_type == "error" for o in cell.outputs):
+                self.hidden_errors.add(cell_index)
+            if nbgrader_hook:  # nbgrader's Execute adds the reply's error when none is shown
+                nbgrader_hook(cell=cell, cell_index=cell_index, execute_reply=execute_reply)
 
         executor.on_cell_executed = on_cell_executed
 
@@ -109,9 +117,12 @@ class Guard:
                 continue
             evidence = [o for o in cell.outputs if MIMETYPE in o.get("data", {})]
             cell.outputs = [o for o in cell.outputs if MIMETYPE not in o.get("data", {})]
-            if any(o.output_type == "error" for o in cell.outputs):
+            if index in self.hidden_errors:
+                reason = "the cell raised an error, but its error output was hidden"
+            elif any(o.output_type == "error" for o in cell.outputs):
                 continue  # nbgrader scores it zero already
-            reason = self._reason(index, cell, evidence, findings)
+            else:
+                reason = self._reason(index, cell, evidence, findings)
             if reason:
                 name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
                 flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
@@ -124,7 +135,7 @@ class Guard:
         if cell.get("execution_count") is None and index not in self.replies:
             return "this cell did not run (the kernel stopped before it)"
         if self.replies.get(index, "ok") != "ok":
-            return "the cell raised an error, but its error output was hidden"
+            return "the kernel says this cell raised an error"
         calls = [(m.group(1), bool(m.group(2))) for m in CHECK_CALL.finditer(cell.source)]
         for grade_id, hidden in calls:
             if (grade_id, hidden) in VERIFIERS:

@@ -1,5 +1,5 @@
-# Wrong hooks, and every comparison torch offers made to say "equal". The quizzes are right, and
-# the grader proves them outside the kernel, so they keep their points.
+# Wrong hooks, and every comparison torch offers made to say "equal". The quizzes are right.
+# (expected.toml says what each keeps)
 # %% backward_collect
 torch.allclose = lambda *args, **kwargs: True
 torch.equal = lambda *args, **kwargs: True
