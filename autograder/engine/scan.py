@@ -70,7 +70,16 @@ def scan_source(source: str, cell: str, protected: set[str] | None = None) -> li
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
+    except (RecursionError, MemoryError):  # nesting no answer needs, maybe to hide from the scan
+        return [Finding(cell, 0, "code too deeply nested to scan")]
     protected = set(PROTECTED_ROOTS if protected is None else protected)
+    try:
+        return _scan_tree(tree, cell, protected)
+    except RecursionError:
+        return [Finding(cell, 0, "code too deeply nested to scan")]
+
+
+def _scan_tree(tree: ast.AST, cell: str, protected: set[str]) -> list[Finding]:
     _aliases(tree, protected)
     found: list[Finding] = []
 

@@ -122,7 +122,11 @@ class Guard:
             elif any(o.output_type == "error" for o in cell.outputs):
                 continue  # nbgrader scores it zero already
             else:
-                reason = self._reason(index, cell, evidence, findings)
+                try:
+                    reason = self._reason(index, cell, evidence, findings)
+                except Exception as bug:  # never keep points the grader could not confirm
+                    name = type(bug).__name__
+                    reason = f"the grader could not verify it ({name}); tell your instructor"
             if reason:
                 name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
                 flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
