@@ -21,18 +21,26 @@ from autograder.checks.apply_runner import (
     shape_note,
     student_call,
 )
+from autograder.checks.evidence import built_from
 from autograder.checks.registry import register
 from autograder.checks.student import Student
+from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.models.apply import make_model
 from autograder.tolerances import close, close_broadcast
 
 
-@register("apply_order")
-def apply_order(s: Student) -> str:
+def _visited() -> list[str]:
     visited: list[str] = []
     make_model().apply(lambda module: visited.append(type(module).__name__))
+    return visited
+
+
+@register("apply_order")
+def apply_order(s: Student) -> str:
+    visited = _visited()
     got = s.get("predicted_order", hint="Fill in `predicted_order` in the cell above.")
+    s.record(predicted_order=got)
     if not isinstance(got, list | tuple) or ... in got:
         raise CheckFailed(
             f"`predicted_order` should be a list of class names, got {describe(got)}."
@@ -62,6 +70,11 @@ def apply_order(s: Student) -> str:
     )
 
 
+@verifies("apply_order", independent=True)
+def verify_apply_order(rng: torch.Generator, evidence: dict) -> None:
+    expect_equal(item(evidence, "predicted_order"), _visited(), "predicted_order")
+
+
 # ---- apply_init_ones -----------------------------------------------------------------------------
 
 
@@ -81,16 +94,45 @@ def apply_init_ones(s: Student) -> str:
     return "every W is 1, and model(x) returns x." + shape_note(model)
 
 
+INIT_SHAPES = [(2,), (1, 2)]
+
+
+def _record_parameters(s: Student, model: nn.Module, names: tuple[str, ...], trial: int) -> None:
+    for index, (_, module) in enumerate(function_modules(model)):
+        s.record(**{f"{name}{trial}.{index}": getattr(module, name, None) for name in names})
+
+
+def _verify_ones(evidence: dict, names: tuple[str, ...], trial: int) -> None:
+    for index in range(4):
+        for name in names:
+            value, what = item(evidence, f"{name}{trial}.{index}"), f"{name} of Function {index}"
+            if type(value) is not torch.Tensor or value.numel() == 0:
+                raise Suspicious(f"{what} is not a tensor")
+            expect_close(value, torch.ones_like(value), what)
+
+
+def _expect_broadcast(got: object, want: torch.Tensor, what: str) -> None:
+    if type(got) is not torch.Tensor:
+        raise Suspicious(f"{what} is {type(got).__name__}, not a tensor")
+    try:
+        want = want.expand_as(got)
+    except RuntimeError:
+        raise Suspicious(f"{what} has shape {tuple(got.shape)}") from None
+    expect_close(got, want, what)
+
+
 @register("apply_init_ones", hidden=True)
 def apply_init_ones_hidden(s: Student) -> str:
-    for _ in range(TRIALS):
+    for trial in range(TRIALS):
         model = make_model()
         try:
             apply_to(s, model, "weight_initialization")
             require_ones(model, ("W",), "weight_initialization")
-            for shape in [(2,), (1, 2)]:
-                x = torch.rand(shape)
+            _record_parameters(s, model, ("W",), trial)
+            for k, shape in enumerate(INIT_SHAPES):
+                x = torch.rand(shape, generator=s.rng)
                 output = run_model(s, model, x)
+                s.record(**{f"output{trial}.{k}": output})
                 if not close_broadcast(output, x):
                     raise CheckFailed(
                         f"model(x) should be x = {describe(x)}, got {describe(output)}."
@@ -100,6 +142,15 @@ def apply_init_ones_hidden(s: Student) -> str:
         except CheckFailed as failure:
             raise on_fresh(failure) from None
     return "weight_initialization sets every W to 1 on fresh models." + shape_note(model)
+
+
+@verifies("apply_init_ones", hidden=True)
+def verify_apply_init_ones_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial in range(TRIALS):
+        _verify_ones(evidence, ("W",), trial)
+        for k, shape in enumerate(INIT_SHAPES):
+            x = torch.rand(shape, generator=rng)
+            _expect_broadcast(item(evidence, f"output{trial}.{k}"), x, f"model(x) of trial {trial}")
 
 
 # ---- apply_add_bias ------------------------------------------------------------------------------
@@ -213,11 +264,12 @@ def apply_init_bias(s: Student) -> str:
 
 @register("apply_init_bias", hidden=True)
 def apply_init_bias_hidden(s: Student) -> str:
-    for _ in range(TRIALS):
+    for trial in range(TRIALS):
         model = _with_bias(make_model())
         try:
             apply_to(s, model, "weight_initialization")
             require_ones(model, ("W", "b"), "weight_initialization")
+            _record_parameters(s, model, ("W", "b"), trial)
         except NotDoneYet:
             raise
         except CheckFailed as failure:
@@ -226,6 +278,12 @@ def apply_init_bias_hidden(s: Student) -> str:
             if "b" not in module._parameters:
                 raise CheckFailed(f"{FRESH}, b of {label} is no longer a registered Parameter.")
     return "weight_initialization sets every W and b to 1 on fresh models." + shape_note(model)
+
+
+@verifies("apply_init_bias", hidden=True)
+def verify_apply_init_bias_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial in range(TRIALS):
+        _verify_ones(evidence, ("W", "b"), trial)
 
 
 # ---- apply_linear --------------------------------------------------------------------------------
@@ -316,15 +374,23 @@ def apply_linear(s: Student) -> str:
     return "every Function now computes x @ W.T + b, for inputs of shape (2,) and (1, 2)."
 
 
+def _linear_trials(rng: torch.Generator):
+    """Per trial: a fresh symmetric model (drawn from `rng`), its parameters, and its inputs."""
+    trials = []
+    for _ in range(TRIALS):
+        model = built_from(rng, _symmetric_model)
+        inputs = [torch.rand(shape, generator=rng) * 2 - 1 for shape in INIT_SHAPES]
+        trials.append((model, _params(model), inputs))
+    return trials
+
+
 @register("apply_linear", hidden=True)
 def apply_linear_hidden(s: Student) -> str:
-    for _ in range(TRIALS):
-        model = _symmetric_model()
-        params = _params(model)
+    for trial, (model, params, inputs) in enumerate(_linear_trials(s.rng)):
         try:
             apply_to(s, model, "linear_transformation")
-            for shape in [(2,), (1, 2)]:
-                x = torch.rand(shape) * 2 - 1
+            for k, x in enumerate(inputs):
+                s.record(**{f"output{trial}.{k}": run_model(s, model, x)})
                 _judge_linear(s, model, params, x, "x")
         except NotDoneYet:
             raise
@@ -333,3 +399,11 @@ def apply_linear_hidden(s: Student) -> str:
                 f"On a fresh Model with a random symmetric W and a random b: {failure.message}"
             ) from None
     return "linear_transformation makes fresh models compute the affine maps, for both shapes."
+
+
+@verifies("apply_linear", hidden=True)
+def verify_apply_linear_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (_, params, inputs) in enumerate(_linear_trials(rng)):
+        for k, x in enumerate(inputs):
+            got, what = item(evidence, f"output{trial}.{k}"), f"model(x) of trial {trial}"
+            expect_close(got, _affine_chain(params, x), what)

@@ -10,6 +10,7 @@ from torch import nn
 from autograder.checks.compare import compare_tensor_list
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
+from autograder.checks.trusted import Suspicious, expect_close, expect_list, item, verifies
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.models.backward import make_model
 from autograder.tolerances import close
@@ -18,14 +19,30 @@ FRESH = "On a fresh Model with a random W and new random inputs"
 TRIALS = 3
 
 
-def random_w() -> torch.Tensor:
+def random_w(rng: torch.Generator | None = None) -> torch.Tensor:
     # Positive and away from 0 and 1, so that no two gradients of the model can coincide.
-    return torch.empty(1).uniform_(2.0, 8.0)
+    return torch.empty(1).uniform_(2.0, 8.0, generator=rng)
 
 
-def random_inputs() -> tuple[torch.Tensor, torch.Tensor]:
-    x1, x2 = torch.rand(1) * 0.9 + 0.1, torch.rand(1) * 0.9 + 0.1
+def random_inputs(rng: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    x1 = torch.rand(1, generator=rng) * 0.9 + 0.1
+    x2 = torch.rand(1, generator=rng) * 0.9 + 0.1
     return x1.requires_grad_(), x2.requires_grad_()
+
+
+def trials(rng: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The hidden checks' (W, x1, x2) per trial, drawn from the check's generator."""
+    return [(random_w(rng), *random_inputs(rng)) for _ in range(TRIALS)]
+
+
+def _recorded_reference(evidence: dict) -> dict[str, torch.Tensor]:
+    """Autograd's gradients for the W, x1 and x2 a visible check recorded from the notebook."""
+    values = [item(evidence, name) for name in ("W", "x1", "x2")]
+    for name, value in zip(("W", "x1", "x2"), values, strict=True):
+        expect_close(value, value, name)  # plain tensors, not look-alikes
+        if value.shape != (1,):
+            raise Suspicious(f"{name} has shape {tuple(value.shape)}, expected (1,)")
+    return _reference(*values)
 
 
 def _reference(w: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -38,6 +55,7 @@ def _reference(w: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> dict[str,
 
 
 def _notebook_reference(s: Student) -> dict[str, torch.Tensor]:
+    s.record(W=s.get("model").W, x1=s.get("x1"), x2=s.get("x2"))
     return _reference(s.get("model").W, s.get("x1"), s.get("x2"))
 
 
@@ -110,15 +128,23 @@ def backward_collect(s: Student) -> str:
     _collect_on_fresh_model(s, random_w(), *random_inputs())  # surfaces stubs and errors first
     _reject_deprecated(s)
     expected = _collect_expected(_notebook_reference(s))
+    s.record(answer=s.get("answer"))
     compare_tensor_list(s.get("answer"), expected, order_hint=_swapped_hint)
     return "answer holds [x1.grad, x2.grad, output.grad], in that order."
 
 
+@verifies("backward_collect")
+def verify_backward_collect(rng: torch.Generator, evidence: dict) -> None:
+    ref = _recorded_reference(evidence)
+    want = [tensor for _, tensor in _collect_expected(ref)]
+    expect_list(item(evidence, "answer"), want, "answer")
+
+
 @register("backward_collect", hidden=True)
 def backward_collect_hidden(s: Student) -> str:
-    for _ in range(TRIALS):
-        w, (x1, x2) = random_w(), random_inputs()
+    for trial, (w, x1, x2) in enumerate(trials(s.rng)):
         answer, gx1, gx2 = _collect_on_fresh_model(s, w, x1, x2)
+        s.record(**{f"answer{trial}": answer, f"x1.grad{trial}": gx1, f"x2.grad{trial}": gx2})
         ref = _reference(w, x1, x2)
         if not (close(gx1, ref["x1"]) and close(gx2, ref["x2"])):
             raise CheckFailed(
@@ -131,6 +157,16 @@ def backward_collect_hidden(s: Student) -> str:
             raise CheckFailed(f"{FRESH}: {failure.message}") from None
     _reject_deprecated(s)
     return "module_hook collects [x1.grad, x2.grad, output.grad] on fresh models and inputs."
+
+
+@verifies("backward_collect", hidden=True)
+def verify_backward_collect_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (w, x1, x2) in enumerate(trials(rng)):
+        ref = _reference(w, x1, x2)
+        expect_close(item(evidence, f"x1.grad{trial}"), ref["x1"], f"x1.grad of trial {trial}")
+        expect_close(item(evidence, f"x2.grad{trial}"), ref["x2"], f"x2.grad of trial {trial}")
+        want = [tensor for _, tensor in _collect_expected(ref)]
+        expect_list(item(evidence, f"answer{trial}"), want, f"answer of trial {trial}")
 
 
 # ---- tensor_hook_W -------------------------------------------------------------------------------
@@ -151,15 +187,21 @@ def _w_hook_on_fresh_model(s: Student, w: torch.Tensor, x1: torch.Tensor, x2: to
 def tensor_hook_w(s: Student) -> str:
     _w_hook_on_fresh_model(s, random_w(), *random_inputs())
     expected = [("model.W.grad", _notebook_reference(s)["W"])]
+    s.record(answer=s.get("answer"))
     compare_tensor_list(s.get("answer"), expected)
     return "answer holds [model.W.grad]."
 
 
+@verifies("tensor_hook_W")
+def verify_tensor_hook_w(rng: torch.Generator, evidence: dict) -> None:
+    expect_list(item(evidence, "answer"), [_recorded_reference(evidence)["W"]], "answer")
+
+
 @register("tensor_hook_W", hidden=True)
 def tensor_hook_w_hidden(s: Student) -> str:
-    for _ in range(TRIALS):
-        w, (x1, x2) = random_w(), random_inputs()
+    for trial, (w, x1, x2) in enumerate(trials(s.rng)):
         answer, w_grad = _w_hook_on_fresh_model(s, w, x1, x2)
+        s.record(**{f"answer{trial}": answer, f"W.grad{trial}": w_grad})
         ref = _reference(w, x1, x2)
         if not close(w_grad, ref["W"]):
             raise CheckFailed(
@@ -171,6 +213,14 @@ def tensor_hook_w_hidden(s: Student) -> str:
         except CheckFailed as failure:
             raise CheckFailed(f"{FRESH}: {failure.message}") from None
     return "tensor_hook stores W's gradient on fresh models and inputs."
+
+
+@verifies("tensor_hook_W", hidden=True)
+def verify_tensor_hook_w_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (w, x1, x2) in enumerate(trials(rng)):
+        ref = _reference(w, x1, x2)
+        expect_close(item(evidence, f"W.grad{trial}"), ref["W"], f"W.grad of trial {trial}")
+        expect_list(item(evidence, f"answer{trial}"), [ref["W"]], f"answer of trial {trial}")
 
 
 # ---- tensor_hook_scale ---------------------------------------------------------------------------
@@ -234,18 +284,35 @@ def _scale_on_fresh_model(s: Student, hook, w: torch.Tensor, x1: torch.Tensor, x
 def tensor_hook_scale(s: Student) -> str:
     _scale_on_fresh_model(s, _probe_double_grad(s), random_w(), *random_inputs())
     ref = _notebook_reference(s)
+    s.record(**{"x1.grad": _grad_of(s, "x1"), "x2.grad": _grad_of(s, "x2")})
     _judge_scale(_grad_of(s, "x1"), _grad_of(s, "x2"), ref, "")
     return "x1.grad is twice autograd's gradient, x2.grad is unchanged."
+
+
+def _verify_scale(evidence: dict, ref: dict[str, torch.Tensor], suffix: str) -> None:
+    expect_close(item(evidence, f"x1.grad{suffix}"), 2 * ref["x1"], f"x1.grad{suffix}")
+    expect_close(item(evidence, f"x2.grad{suffix}"), ref["x2"], f"x2.grad{suffix}")
+
+
+@verifies("tensor_hook_scale")
+def verify_tensor_hook_scale(rng: torch.Generator, evidence: dict) -> None:
+    _verify_scale(evidence, _recorded_reference(evidence), "")
 
 
 @register("tensor_hook_scale", hidden=True)
 def tensor_hook_scale_hidden(s: Student) -> str:
     hook = _probe_double_grad(s)
-    for _ in range(TRIALS):
-        w, (x1, x2) = random_w(), random_inputs()
+    for trial, (w, x1, x2) in enumerate(trials(s.rng)):
         gx1, gx2 = _scale_on_fresh_model(s, hook, w, x1, x2)
+        s.record(**{f"x1.grad{trial}": gx1, f"x2.grad{trial}": gx2})
         _judge_scale(gx1, gx2, _reference(w, x1, x2), f"{FRESH}, ")
     return "double_grad doubles x1's gradient on fresh models and inputs."
+
+
+@verifies("tensor_hook_scale", hidden=True)
+def verify_tensor_hook_scale_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (w, x1, x2) in enumerate(trials(rng)):
+        _verify_scale(evidence, _reference(w, x1, x2), str(trial))
 
 
 # ---- backward_normalize --------------------------------------------------------------------------
@@ -307,17 +374,36 @@ def backward_normalize(s: Student) -> str:
     model = make_model(random_w())
     with model.register_full_backward_hook(hook):
         _backward(s, model(*random_inputs()), "normalize_hook")
-    _judge_normalize(_grad_of(s, "x1"), _grad_of(s, "x2"), _notebook_reference(s), "")
+    ref = _notebook_reference(s)
+    s.record(**{"x1.grad": _grad_of(s, "x1"), "x2.grad": _grad_of(s, "x2")})
+    _judge_normalize(_grad_of(s, "x1"), _grad_of(s, "x2"), ref, "")
     return "x1.grad + x2.grad is 1 and their ratio is autograd's."
+
+
+def _verify_normalize(evidence: dict, ref: dict[str, torch.Tensor], suffix: str) -> None:
+    total = ref["x1"] + ref["x2"]
+    expect_close(item(evidence, f"x1.grad{suffix}"), ref["x1"] / total, f"x1.grad{suffix}")
+    expect_close(item(evidence, f"x2.grad{suffix}"), ref["x2"] / total, f"x2.grad{suffix}")
+
+
+@verifies("backward_normalize")
+def verify_backward_normalize(rng: torch.Generator, evidence: dict) -> None:
+    _verify_normalize(evidence, _recorded_reference(evidence), "")
 
 
 @register("backward_normalize", hidden=True)
 def backward_normalize_hidden(s: Student) -> str:
     hook = _probe_normalize(s)
-    for _ in range(TRIALS):
-        w, (x1, x2) = random_w(), random_inputs()
+    for trial, (w, x1, x2) in enumerate(trials(s.rng)):
         model = make_model(w)
         with model.register_full_backward_hook(hook):
             _backward(s, model(x1, x2), "normalize_hook")
+        s.record(**{f"x1.grad{trial}": x1.grad, f"x2.grad{trial}": x2.grad})
         _judge_normalize(x1.grad, x2.grad, _reference(w, x1, x2), f"{FRESH}, ")
     return "normalize_hook normalizes the input gradients on fresh models and inputs."
+
+
+@verifies("backward_normalize", hidden=True)
+def verify_backward_normalize_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (w, x1, x2) in enumerate(trials(rng)):
+        _verify_normalize(evidence, _reference(w, x1, x2), str(trial))

@@ -10,6 +10,7 @@ import torch
 from autograder.checks.backward import random_inputs, random_w
 from autograder.checks.registry import register
 from autograder.checks.student import Student
+from autograder.checks.trusted import Suspicious, expect_equal, item, verifies
 from autograder.feedback import CheckFailed, describe
 from autograder.models.backward import make_model
 from autograder.tolerances import close
@@ -59,6 +60,7 @@ def _squash(name: str) -> str:
 def _names(s: Student, variable: str, allowed: str) -> list[str]:
     """The student's answer to a quiz answered with a list of names (strings)."""
     got = s.get(variable, hint=f"Fill in `{variable}` in the cell above.")
+    s.record(**{variable: got})
     if not isinstance(got, list | tuple) or not all(isinstance(g, str) for g in got):
         raise CheckFailed(
             f"`{variable}` should be a list of names from {allowed}, but it is {describe(got)}."
@@ -71,20 +73,20 @@ def deprecated_quiz(s: Student) -> str:
     allowed = ", ".join(repr(n) for n in QUIZ_NAMES)
     got = _names(s, "deprecated_grad_input", allowed)
     known = {_squash(n): n for n in QUIZ_NAMES}
-    for item in got:
-        if _squash(item) not in known:
-            raise CheckFailed(f"{item!r} is not one of the names to choose from: {allowed}.")
+    for entry in got:
+        if _squash(entry) not in known:
+            raise CheckFailed(f"{entry!r} is not one of the names to choose from: {allowed}.")
     expected, warned = _deprecated_grad_input()
     if len(got) != len(expected):
         raise CheckFailed(
             f"the deprecated hook's grad_input has {len(expected)} entries on this Model (print "
             f"it in the demo above), but you listed {len(got)}."
         )
-    for index, (item, want) in enumerate(zip(got, expected, strict=True)):
-        if known[_squash(item)] != want:
+    for index, (entry, want) in enumerate(zip(got, expected, strict=True)):
+        if known[_squash(entry)] != want:
             raise CheckFailed(
-                f"grad_input[{index}] is not the gradient w.r.t. {known[_squash(item)]!r}. The old "
-                "hook sits on the last operation of forward, `output * self.W`: its grad_input "
+                f"grad_input[{index}] is not the gradient w.r.t. {known[_squash(entry)]!r}. The "
+                "old hook sits on the last operation of forward, `output * self.W`: its grad_input "
                 "holds the gradients w.r.t. that operation's inputs. Compare the values printed "
                 "in the demo with x1, x2 and W."
             )
@@ -92,6 +94,15 @@ def deprecated_quiz(s: Student) -> str:
         f"the deprecated hook's grad_input holds the gradients w.r.t. {expected}, not x1 and x2 "
         f"(and torch warned: {', '.join(warned) or 'nothing'})."
     )
+
+
+@verifies("deprecated_quiz", independent=True)
+def verify_deprecated_quiz(rng: torch.Generator, evidence: dict) -> None:
+    got = item(evidence, "deprecated_grad_input")
+    known = {_squash(n): n for n in QUIZ_NAMES}
+    if type(got) is not list or not all(type(g) is str and _squash(g) in known for g in got):
+        raise Suspicious("deprecated_grad_input is not a list of the quiz's names")
+    expect_equal([known[_squash(g)] for g in got], _deprecated_grad_input()[0], "the answer")
 
 
 # ---- event_order ---------------------------------------------------------------------------------
@@ -153,3 +164,8 @@ def event_order(s: Student) -> str:
                 f"{happened!r} there: {EVENTS[happened]}{right}"
             )
     return "your prediction matches what torch does: " + " → ".join(actual) + "."
+
+
+@verifies("event_order", independent=True)
+def verify_event_order(rng: torch.Generator, evidence: dict) -> None:
+    expect_equal(item(evidence, "predicted_order"), _actual_order(), "predicted_order")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-
 import torch
 from torch import nn
 
@@ -13,10 +11,13 @@ from autograder.checks.cnn_reference import (
     compare_gradients,
     expected_cam,
     in_check,
+    manual_forward,
     require_no_hooks,
 )
+from autograder.checks.evidence import built_from
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
+from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed
 from autograder.models.cnn import make_digit_cnn
 
@@ -24,21 +25,25 @@ FRESH = "On a fresh DigitCNN with new random weights and inputs"
 ON_FRESH = "On a fresh DigitCNN"  # visible checks: hooks left on the notebook's model may be older
 
 
-def case_rng() -> random.Random:
-    """A generator for the hidden cases' choices (sizes, classes, layers), seeded from torch's.
-
-    The notebook seeds torch, so regrading the same submission draws the same cases and prints
-    the same messages. Python's own `random` would differ in every kernel: it is seeded from the
-    operating system at start-up and again after every fork.
-    """
-    return random.Random(int(torch.randint(2**62, ())))
+def _randint(rng: torch.Generator, low: int, high: int) -> int:
+    """A random integer in [low, high], drawn from `rng`."""
+    return int(torch.randint(low, high + 1, (1,), generator=rng))
 
 
-def fresh_case(rng: random.Random, batch_max: int = 3):
-    """A fresh DigitCNN of random width and image size, with a random input batch."""
-    size = rng.choice([8, 12, 16])
-    model = make_digit_cnn((rng.randint(2, 6), rng.randint(3, 8)), size)
-    return model, torch.randn(rng.randint(1, batch_max), 1, size, size)
+def fresh_case(rng: torch.Generator, batch_max: int = 3):
+    """A fresh DigitCNN of random width and image size, with a random input batch, all drawn
+    from `rng` (the verifier builds the same ones again)."""
+    size = (8, 12, 16)[_randint(rng, 0, 2)]
+    channels = (_randint(rng, 2, 6), _randint(rng, 3, 8))
+    model = built_from(rng, make_digit_cnn, channels, size)
+    return model, torch.randn(_randint(rng, 1, batch_max), 1, size, size, generator=rng)
+
+
+def _tensor_dict(got: object, names: list[str], what: str) -> dict:
+    if type(got) is not dict:
+        raise Suspicious(f"{what} is {type(got).__name__}, not a dict")
+    expect_equal(sorted(got), sorted(names), f"the keys of {what}")
+    return got
 
 
 def call_with_hint(s: Student, what: str, fn, *args):
@@ -76,16 +81,34 @@ def activation_recorder(s: Student) -> str:
     return "`activations` holds every call's output, detached, and no hook is left behind."
 
 
+ACTIVATION_NAMES = (["block1.0", "pool"], ["pool", "block2", "fc"], ["block2.0", "block1", "pool"])
+
+
 @register("activation_recorder", hidden=True)
 def activation_recorder_hidden(s: Student) -> str:
-    rng = case_rng()
-    for names in (["block1.0", "pool"], ["pool", "block2", "fc"], ["block2.0", "block1", "pool"]):
-        model, x = fresh_case(rng)
+    for trial, names in enumerate(ACTIVATION_NAMES):
+        model, x = fresh_case(s.rng)
         where = f"{FRESH} and layer_names={names}"
         got = in_check(where, _record, s, model, x, names)
+        s.record(**{f"activations{trial}": got})
         require_no_hooks(model, FRESH)
         in_check(where, compare_activations, got, names, model, x)
     return "record_activations works on fresh models, inputs and layer names."
+
+
+@verifies("activation_recorder", hidden=True)
+def verify_activation_recorder_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, names in enumerate(ACTIVATION_NAMES):
+        model, x = fresh_case(rng)
+        with torch.no_grad():
+            outputs, _, _ = manual_forward(model, x)
+        got = _tensor_dict(item(evidence, f"activations{trial}"), names, f"trial {trial}")
+        for name in names:
+            items, want = got[name], outputs[name]
+            if type(items) is not list or len(items) != len(want):
+                raise Suspicious(f"trial {trial}: {name!r} does not hold one tensor per call")
+            for index, (entry, expected) in enumerate(zip(items, want, strict=True)):
+                expect_close(entry, expected, f"trial {trial}: {name!r}[{index}]")
 
 
 # ---- gradient_recorder ----
@@ -110,17 +133,33 @@ def gradient_recorder(s: Student) -> str:
     return "`gradients` holds d score / d output for every named layer."
 
 
+GRADIENT_NAMES = (["block1.0", "block2"], ["block2.0", "fc"], ["block1", "block2.0", "block2"])
+
+
 @register("gradient_recorder", hidden=True)
 def gradient_recorder_hidden(s: Student) -> str:
-    rng = case_rng()
-    for names in (["block1.0", "block2"], ["block2.0", "fc"], ["block1", "block2.0", "block2"]):
-        model, x = fresh_case(rng)
-        target = rng.randrange(10)
+    for trial, names in enumerate(GRADIENT_NAMES):
+        model, x = fresh_case(s.rng)
+        target = _randint(s.rng, 0, 9)
         where = f"{FRESH}, target={target} and layer_names={names}"
         got = in_check(where, _record_grads, s, model, x, target, names)
+        s.record(**{f"gradients{trial}": got})
         require_no_hooks(model, FRESH)
         in_check(where, compare_gradients, got, names, model, x, target)
     return "record_gradients works on fresh models, inputs, targets and layer names."
+
+
+@verifies("gradient_recorder", hidden=True)
+def verify_gradient_recorder_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, names in enumerate(GRADIENT_NAMES):
+        model, x = fresh_case(rng)
+        target = _randint(rng, 0, 9)
+        outputs, _, logits = manual_forward(model, x)
+        wanted = [outputs[name][0] for name in names]
+        grads = torch.autograd.grad(logits[:, target].sum(), wanted)
+        got = _tensor_dict(item(evidence, f"gradients{trial}"), names, f"trial {trial}")
+        for name, want in zip(names, grads, strict=True):
+            expect_close(got[name], want, f"trial {trial}: the gradient of {name!r}")
 
 
 # ---- grad_cam ----
@@ -144,19 +183,36 @@ def grad_cam(s: Student) -> str:
     return "`cam` is the Grad-CAM map of the predicted class."
 
 
-@register("grad_cam", hidden=True)
-def grad_cam_hidden(s: Student) -> str:
-    trials, rng = 0, case_rng()
+def _cam_cases(rng: torch.Generator):
+    """Three fresh cases with a map that is not all zero (an all-zero map cannot tell a right
+    answer from a wrong one): (model, layer, x, class_index, expected map)."""
+    cases = []
     for _ in range(30):
         model, x = fresh_case(rng, batch_max=1)
-        layer, class_index = rng.choice(["block1", "block2"]), rng.randrange(10)
-        if expected_cam(model, layer, x, class_index)[0].max() <= 0:
-            continue  # an all-zero map cannot tell a right answer from a wrong one
+        layer, class_index = ("block1", "block2")[_randint(rng, 0, 1)], _randint(rng, 0, 9)
+        cam = expected_cam(model, layer, x, class_index, variants=False)[0]
+        if cam.max() > 0:
+            cases.append((model, layer, x, class_index, cam))
+        if len(cases) == 3:
+            break
+    return cases
+
+
+@register("grad_cam", hidden=True)
+def grad_cam_hidden(s: Student) -> str:
+    for trial, (model, layer, x, class_index, _) in enumerate(_cam_cases(s.rng)):
         where = f"{FRESH}, layer_name={layer!r} and class_index={class_index}"
         got = in_check(where, _cam, s, model, layer, x, class_index)
+        s.record(**{f"cam{trial}": got})
         require_no_hooks(model, FRESH)
         in_check(where, compare_cam, got, model, layer, x, class_index)
-        trials += 1
-        if trials == 3:
-            break
     return "grad_cam gives the right map on fresh models, inputs, layers and classes."
+
+
+@verifies("grad_cam", hidden=True)
+def verify_grad_cam_hidden(rng: torch.Generator, evidence: dict) -> None:
+    cases = _cam_cases(rng)
+    if not cases:
+        raise Suspicious("no case to verify")
+    for trial, (*_, cam) in enumerate(cases):
+        expect_close(item(evidence, f"cam{trial}"), cam, f"the map of trial {trial}")

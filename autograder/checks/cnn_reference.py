@@ -209,17 +209,22 @@ def _normalised(cam: torch.Tensor) -> torch.Tensor:
     return cam / peak if peak > 0 else cam
 
 
-def expected_cam(model: nn.Module, layer: str, x: torch.Tensor, class_index: int):
+def expected_cam(
+    model: nn.Module, layer: str, x: torch.Tensor, class_index: int, *, variants: bool = True
+):
     """The notebook's Grad-CAM definition, from torch.autograd.grad on a hook-free forward.
 
-    Returns the map and a few wrong variants (name -> (map, what the mistake is)).
+    Returns the map and a few wrong variants (name -> (map, what the mistake is)); with
+    `variants=False` (the verifier, which needs no diagnosis), none.
     """
     outputs, _, logits = manual_forward(model, x)
     activation = outputs[layer][0]  # (1, K, h, w)
-    (grad,) = torch.autograd.grad(logits[0, class_index], activation, retain_graph=True)
+    (grad,) = torch.autograd.grad(logits[0, class_index], activation, retain_graph=variants)
     weights = grad.mean(dim=(2, 3), keepdim=True)
     raw = (weights * activation).sum(dim=1)[0].detach()
     cam = _normalised(torch.relu(raw))
+    if not variants:
+        return cam, {}
     (grad_p,) = torch.autograd.grad(logits.softmax(1)[0, class_index], activation)
     wrong = {
         "not normalised": (

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import torch
 
+from autograder.checks.evidence import built_from, random_pairs
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
+from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed, describe
 from autograder.models.forward import make_add, make_double, make_mlp, make_probe_add
 from autograder.tolerances import close
@@ -45,23 +47,41 @@ def pre_hook_replace(s: Student) -> str:
             "by returning them, as a tuple with one entry per forward argument."
         )
     x1, x2, output = s.get("x1"), s.get("x2"), s.get("output")
+    s.record(x1=x1, x2=x2, output=output)
     if not close(output, 2 * x1 + x2):
         expected = 2 * x1 + x2
         raise CheckFailed(f"expected 2 * x1 + x2 = {describe(expected)}, got {describe(output)}.")
     return "the pre-hook doubles x1 before forward runs."
 
 
+@verifies("pre_hook_replace")
+def verify_pre_hook_replace(rng: torch.Generator, evidence: dict) -> None:
+    x1, x2 = item(evidence, "x1"), item(evidence, "x2")
+    expect_close(x1, x1, "x1")
+    expect_close(x2, x2, "x2")
+    expect_close(item(evidence, "output"), 2 * x1 + x2, "output")
+
+
+REPLACE_SHAPES = [(1,), (3,)]
+
+
 @register("pre_hook_replace", hidden=True)
 def pre_hook_replace_hidden(s: Student) -> str:
-    for shape in [(1,), (3,)]:
-        x1, x2 = torch.rand(shape), torch.rand(shape)
+    for trial, (x1, x2) in enumerate(random_pairs(s.rng, REPLACE_SHAPES)):
         got = _double_first(s, x1, x2)
+        s.record(**{f"output{trial}": got})
         if not close(got, 2 * x1 + x2):
             raise CheckFailed(
                 f"on a fresh Add with new inputs, expected 2 * x1 + x2 = {describe(2 * x1 + x2)}, "
                 f"got {describe(got)}."
             )
     return "double_x1 works on fresh modules and inputs."
+
+
+@verifies("pre_hook_replace", hidden=True)
+def verify_pre_hook_replace_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (x1, x2) in enumerate(random_pairs(rng, REPLACE_SHAPES)):
+        expect_close(item(evidence, f"output{trial}"), 2 * x1 + x2, f"output of trial {trial}")
 
 
 def _effect_hooks():
@@ -79,6 +99,7 @@ def _effect_hooks():
 
 def _quiz_answer(s: Student, name: str, expected: object, explain: str) -> str:
     got = s.get(name, hint=f"Fill in `{name}` in the cell above.")
+    s.record(**{name: got})
     if got is ...:
         raise CheckFailed(f"`{name}` is still `...`: replace it with your prediction.")
     if got != expected:
@@ -86,33 +107,41 @@ def _quiz_answer(s: Student, name: str, expected: object, explain: str) -> str:
     return f"{name} = {expected!r} is what PyTorch does."
 
 
-@register("hook_effects")
-def hook_effects(s: Student) -> str:
+def _actual_effects() -> dict[str, bool]:
     actual = {}
     for name, hook in _effect_hooks().items():
         add, x1, x2 = make_add(), torch.rand(1), torch.rand(1)
         with add.register_forward_hook(hook):
             actual[name] = not close(add(x1, x2), x1 + x2)
+    return actual
+
+
+@register("hook_effects")
+def hook_effects(s: Student) -> str:
     return _quiz_answer(
         s,
         "changes_output",
-        actual,
+        _actual_effects(),
         "Returning a value replaces the output; changing the output tensor in place changes the "
         "very object the caller receives; rebinding the name only changes a local variable.",
     )
 
 
-@register("hook_order")
-def hook_order(s: Student) -> str:
+def _actual_order() -> list[str]:
     module, order = make_double(), []
     module.register_forward_hook(lambda m, i, o: order.append("A"))
     module.register_forward_hook(lambda m, i, o: order.append("B"))
     module.register_forward_hook(lambda m, i, o: order.append("C"), prepend=True)
     module(torch.rand(2))
+    return order
+
+
+@register("hook_order")
+def hook_order(s: Student) -> str:
     return _quiz_answer(
         s,
         "predicted_order",
-        order,
+        _actual_order(),
         "Hooks of one kind run in registration order; prepend=True puts a hook first.",
     )
 
@@ -137,17 +166,34 @@ def _capture(s: Student, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
     return got
 
 
+CAPTURE_SHAPES = {False: [(1,)], True: [(2,), (3, 1)]}  # visible, hidden
+
+
 @register("remove_handle")
 def remove_handle(s: Student) -> str:
-    _capture(s, torch.rand(1), torch.rand(1))
+    for trial, (x1, x2) in enumerate(random_pairs(s.rng, CAPTURE_SHAPES[False])):
+        s.record(**{f"output{trial}": _capture(s, x1, x2)})
     return "capture_output captures the output with a hook and removes it afterwards."
 
 
 @register("remove_handle", hidden=True)
 def remove_handle_hidden(s: Student) -> str:
-    for shape in [(2,), (3, 1)]:
-        _capture(s, torch.rand(shape), torch.rand(shape))
+    for trial, (x1, x2) in enumerate(random_pairs(s.rng, CAPTURE_SHAPES[True])):
+        s.record(**{f"output{trial}": _capture(s, x1, x2)})
     return "capture_output works on fresh modules and inputs, and leaves no hook behind."
+
+
+def _capture_verifier(hidden: bool):
+    # Proves the captured values; that a hook did it and was removed is judged in the kernel.
+    def verify(rng: torch.Generator, evidence: dict) -> None:
+        for trial, (x1, x2) in enumerate(random_pairs(rng, CAPTURE_SHAPES[hidden])):
+            expect_close(item(evidence, f"output{trial}"), x1 + x2, f"output of trial {trial}")
+
+    return verify
+
+
+for _hidden in (False, True):
+    verifies("remove_handle", hidden=_hidden, independent=True)(_capture_verifier(_hidden))
 
 
 def _check_probe(s: Student, probe: torch.nn.Module, x: torch.Tensor) -> None:
@@ -190,18 +236,22 @@ def method_hook_hidden(s: Student) -> str:
     return "each new Probe records its own layer output."
 
 
-@register("forward_bypass")
-def forward_bypass(s: Student) -> str:
+def _fire_count() -> int:
     module, fired = make_double(), []
     module.register_forward_hook(lambda m, i, o: fired.append(1))
     x = torch.rand(2)
     module(x)
     module.forward(x)
     module(x)
+    return len(fired)
+
+
+@register("forward_bypass")
+def forward_bypass(s: Student) -> str:
     return _quiz_answer(
         s,
         "fire_count",
-        len(fired),
+        _fire_count(),
         "Hooks run inside module(...) (nn.Module.__call__); module.forward(x) skips them.",
     )
 
@@ -253,12 +303,41 @@ def mlp_report(s: Student) -> str:
     return "the report gives fc2's input and output types, sizes and the output norm."
 
 
+REPORT_TRIALS = [((100, 200, 10), (100,)), ((20, 30, 5), (4, 20))]
+
+
+def _report_trials(rng: torch.Generator):
+    """Fresh networks (weights drawn from the check's generator) and inputs for the hidden check."""
+    return [
+        (built_from(rng, make_mlp, *sizes), torch.rand(shape, generator=rng))
+        for sizes, shape in REPORT_TRIALS
+    ]
+
+
 @register("mlp_report", hidden=True)
 def mlp_report_hidden(s: Student) -> str:
-    for sizes, shape in [((100, 200, 10), (100,)), ((20, 30, 5), (4, 20))]:
-        net, x = make_mlp(*sizes), torch.rand(shape)
-        _compare_report(_report_on(s, net, x), _expected_report(net, x))
+    for trial, (net, x) in enumerate(_report_trials(s.rng)):
+        report = _report_on(s, net, x)
+        s.record(**{f"report{trial}": report})
+        _compare_report(report, _expected_report(net, x))
     return "fc2_report works on fresh networks of other sizes and batch shapes."
+
+
+@verifies("mlp_report", hidden=True)
+def verify_mlp_report_hidden(rng: torch.Generator, evidence: dict) -> None:
+    for trial, (net, x) in enumerate(_report_trials(rng)):
+        got, what = item(evidence, f"report{trial}"), f"the report of trial {trial}"
+        if type(got) is not dict:
+            raise Suspicious(f"{what} is {type(got).__name__}, not a dict")
+        for key, want in _expected_report(net, x).items():
+            value = item(got, key)
+            if isinstance(want, torch.Tensor):
+                value = torch.tensor(value) if type(value) is float else value
+                expect_close(value, want, f"{what}[{key!r}]")
+            elif isinstance(want, type):
+                expect_equal(value, f"<type {want.__module__}.{want.__qualname__}>", key)
+            else:
+                expect_equal(value, list(want), f"{what}[{key!r}]")
 
 
 def _buggy(module, output):  # seed 000's hook, kept here as the check's experiment
@@ -289,6 +368,10 @@ def _option_fixes():
     return {"a": a, "b": b, "c": c}
 
 
+def _working_fix() -> str:
+    return next(key for key, fix in _option_fixes().items() if _outcome(fix) == "no error")
+
+
 @register("find_the_bug")
 def find_the_bug(s: Student) -> str:
     _quiz_answer(
@@ -297,10 +380,30 @@ def find_the_bug(s: Student) -> str:
         _outcome(_buggy),
         "Run the buggy cell and read the exception's name.",
     )
-    working = [key for key, fix in _option_fixes().items() if _outcome(fix) == "no error"]
     return _quiz_answer(
         s,
         "bug_fix",
-        working[0],
+        _working_fix(),
         "Only one of the options makes add(x1, x2) run: try each one in the demo cell.",
     )
+
+
+# The quizzes' answers are compared with what torch does, run again by the verifier.
+QUIZZES = {
+    "hook_effects": {"changes_output": _actual_effects},
+    "hook_order": {"predicted_order": _actual_order},
+    "forward_bypass": {"fire_count": _fire_count},
+    "find_the_bug": {"bug_exception": lambda: _outcome(_buggy), "bug_fix": _working_fix},
+}
+
+
+def _quiz_verifier(answers: dict):
+    def verify(rng: torch.Generator, evidence: dict) -> None:
+        for name, actual in answers.items():
+            expect_equal(item(evidence, name), actual(), name)
+
+    return verify
+
+
+for _grade_id, _answers in QUIZZES.items():
+    verifies(_grade_id, independent=True)(_quiz_verifier(_answers))

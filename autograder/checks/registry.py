@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from autograder.checks.evidence import Evidence
 from autograder.checks.student import Student
 from autograder.feedback import CheckFailed
 from autograder.widgets import progress
@@ -39,10 +40,18 @@ def has_hidden(grade_id: str) -> bool:
     return (grade_id, True) in _CHECKS
 
 
-def check(grade_id: str, namespace: MutableMapping[str, Any], *, hidden: bool = False) -> None:
+def check(
+    grade_id: str,
+    namespace: MutableMapping[str, Any],
+    *,
+    hidden: bool = False,
+    seed: int | None = None,
+) -> None:
     """Run the check for `grade_id` against a notebook's namespace (pass `globals()`).
 
-    Prints a pass message, or raises CheckFailed with a message for the student. Warnings and
+    Prints a pass message and emits the check's evidence (evidence.py), or raises CheckFailed
+    with a message for the student. `seed` (written into hidden test cells by the grader) fixes
+    the random inputs, so the grader can rebuild them when it verifies the evidence. Warnings and
     stderr output raised while the student's code runs are shown on stdout instead: nbgrader
     scores any stderr output in a test cell as zero, and a warning must not zero a correct answer.
     """
@@ -51,6 +60,7 @@ def check(grade_id: str, namespace: MutableMapping[str, Any], *, hidden: bool = 
     except KeyError:
         kind = "hidden check" if hidden else "check"
         raise CheckFailed(f"there is no {kind} named {grade_id!r}") from None
+    evidence = Evidence(grade_id, hidden, seed)
     stderr = io.StringIO()
     with (
         warnings.catch_warnings(record=True) as caught,
@@ -59,7 +69,7 @@ def check(grade_id: str, namespace: MutableMapping[str, Any], *, hidden: bool = 
     ):
         warnings.simplefilter("always")
         try:
-            message = fn(Student(namespace, grade_id))
+            message = fn(Student(namespace, grade_id, evidence))
         except CheckFailed as failure:
             failure.grade_id = grade_id
             failure.message += _notes(caught, stderr.getvalue())
@@ -71,6 +81,7 @@ def check(grade_id: str, namespace: MutableMapping[str, Any], *, hidden: bool = 
                 grade_id=grade_id,
             ) from None
     print(f"✓ {grade_id}: {message}{_notes(caught, stderr.getvalue())}", file=sys.stdout)
+    evidence.emit()
 
 
 def _notes(caught: list[warnings.WarningMessage], stderr_text: str) -> str:

@@ -7,6 +7,9 @@ import inspect
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
+import torch
+
+from autograder.checks.evidence import Evidence
 from autograder.feedback import CheckFailed, NotDoneYet
 
 _MISSING = object()
@@ -15,9 +18,22 @@ _MISSING = object()
 class Student:
     """The names a student's notebook defined, and safe ways to run the code behind them."""
 
-    def __init__(self, namespace: MutableMapping[str, Any], grade_id: str) -> None:
+    def __init__(
+        self, namespace: MutableMapping[str, Any], grade_id: str, evidence: Evidence | None = None
+    ) -> None:
         self.namespace = namespace
         self.grade_id = grade_id
+        self.evidence = evidence or Evidence(grade_id, False, None)
+
+    @property
+    def rng(self) -> torch.Generator:
+        """The generator a check draws its random inputs from (seeded in graded hidden cells)."""
+        return self.evidence.rng
+
+    def record(self, **values: Any) -> None:
+        """Keep these values as evidence for the trusted verifier (see evidence.py)."""
+        for name, value in values.items():
+            self.evidence.record(name, value)
 
     def get(self, name: str, *, hint: str = "") -> Any:
         """The value of `name`, or NotDoneYet when the notebook has not defined it."""

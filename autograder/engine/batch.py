@@ -28,6 +28,7 @@ from autograder.engine.inspect_submission import submission_problems
 from autograder.engine.limits import Limits
 from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebook
 from autograder.engine.snapshot import GradebookSnapshot
+from autograder.engine.verify import course_secret
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
 Dispatch = Callable[[NotebookJob], NotebookResult]
@@ -110,6 +111,7 @@ class Batch:
         self.plain_config = plain_config(self.config)
         self.snapshot: GradebookSnapshot | None = None
         self.preload: list[str] = []
+        self.secret = course_secret(root, self.config.Verify.get("secret", ""))
 
     def run(self, jobs: int) -> Iterator[SubmissionResult]:
         """Grade every submission; yields results as they finish (in completion order)."""
@@ -184,6 +186,7 @@ class Batch:
             config=self.plain_config,
             cwd=str(destination),
             preload=self.preload,
+            secret=self.secret,
         )
         result = self.dispatch(job)
         with self.gradebook_lock:
@@ -199,9 +202,11 @@ class Batch:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
         timeout = self.config.Execute.get("timeout", 30)
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
+        executed = json.loads(result.output)
         notes = [result.weaker] if result.weaker else []  # no sandbox: say it every time
         notes += [f"{result.death}; the cells after it were not run"] if result.death else []
-        for cell in json.loads(result.output).get("cells", []):
+        notes += executed.get("metadata", {}).get("hooklab", {}).get("flags", [])
+        for cell in executed.get("cells", []):
             name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
             outputs = cell.get("outputs", [])
             errors = {o.get("ename") for o in outputs if o.get("output_type") == "error"}

@@ -16,6 +16,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
+from autograder.engine.verify import Guard
 from autograder.engine.warm_kernel import WarmKernelManager, Zygote
 
 
@@ -70,13 +71,16 @@ class KernelRun:
     weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
 
 
-def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
+def run_in_warm_kernel(
+    nb: NotebookNode, cwd: str, config: Config, guard: Guard | None = None
+) -> KernelRun:
     """Execute `nb` in place in a kernel forked from this machine's zygote, with nbgrader's Execute.
 
     When the kernel dies, the cells run before keep their outputs (and so their points), the
     cell that was running gets an error saying how it died, and every later graded cell an error
     saying it was not run: nbgrader scores an unrun test cell as passed, which it must not be.
-    A cell that ignores the interrupt at its time-out ends the run the same way.
+    A cell that ignores the interrupt at its time-out ends the run the same way. With a `guard`,
+    the test cells get their seeds before and their trusted verdicts after (verify.py).
     `cwd` is the kernel's working folder; on a worker that cannot see it, a temporary one.
     """
     settings = Config(config)
@@ -95,6 +99,8 @@ def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
     executor.on_cell_start = lambda cell, cell_index: running.update(
         cell=cell, index=cell_index, pid=executor.km.provisioner.pid
     )
+    if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
+        guard.prepare(nb, executor)
     death = ""
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch
@@ -107,6 +113,8 @@ def run_in_warm_kernel(nb: NotebookNode, cwd: str, config: Config) -> KernelRun:
             name, timeout = _cell_name(running), executor.timeout
             death = f"cell {name} timed out after {timeout} s and ignored the interrupt"
             _mark_unrun(nb, running.get("index", -1), death)
+    if guard is not None:
+        guard.verify(nb)
     zygote = Zygote.current()
     return KernelRun(death, zygote.peak_rss_mb or None, zygote.weaker)
 

@@ -21,6 +21,7 @@ from nbgrader import utils
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import (
     AssignLatePenalties,
+    DeduplicateIds,
     Execute,
     OverwriteCells,
     OverwriteKernelspec,
@@ -28,8 +29,10 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
+from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import run_in_warm_kernel
 from autograder.engine.snapshot import GradebookSnapshot
+from autograder.engine.verify import Guard
 from autograder.engine.warm_kernel import Zygote
 
 log = logging.getLogger("hooklab.pipeline")
@@ -45,6 +48,7 @@ class NotebookJob:
     config: dict  # the course's traitlets config
     cwd: str  # the kernel's working folder (nbgrader uses the autograded submission folder)
     preload: list[str] = field(default_factory=list)  # modules the kernels should start with
+    secret: str = ""  # the course secret the trusted verification derives its seeds from
 
 
 @dataclass
@@ -92,6 +96,7 @@ def _preprocessors(classes: list, config: Config, snapshot: GradebookSnapshot) -
     swap = {
         OverwriteKernelspec: SnapshotOverwriteKernelspec,
         OverwriteCells: SnapshotOverwriteCells,
+        DeduplicateIds: DropDuplicateIds,  # nbgrader's leaves cells it then rejects (dedupe.py)
     }
     made = []
     for cls in classes:
@@ -99,7 +104,7 @@ def _preprocessors(classes: list, config: Config, snapshot: GradebookSnapshot) -
         # Enabled or not as registered by nbgrader (`register_preprocessor(pp)`): nbgrader's own
         # are enabled by default, nbconvert's (ClearMetadataPreprocessor) only by config.
         instance = cls(config=config)
-        if cls in swap.values():
+        if cls in (SnapshotOverwriteKernelspec, SnapshotOverwriteCells):
             instance.snapshot = snapshot
         made.append(instance)
     return made
@@ -145,7 +150,9 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
         if cls is Execute:
             Zygote.current().preload(job.preload)
             start = time.perf_counter()
-            run = run_in_warm_kernel(nb, job.cwd, config)
+            ids = job.resources["nbgrader"]
+            guard = Guard(ids["student"], ids["assignment"], job.secret)
+            run = run_in_warm_kernel(nb, job.cwd, config, guard)
             result.seconds = time.perf_counter() - start
             result.kernel_peak_rss_mb, result.death = run.kernel_peak_rss_mb, run.death
             result.weaker = run.weaker

@@ -1,0 +1,95 @@
+"""Trusted verifiers: the grading worker's second opinion on a passing check, from its evidence.
+
+They run only in the grading worker (autograder/engine/verify.py), never in a student's kernel,
+so nothing the student's code did to its own process reaches them. Each one rebuilds the check's
+inputs from the seed, recomputes the expected values with torch and compares them with what the
+evidence says the student's code produced, with strict types: a list subclass, a tensor subclass
+or any other object where a tensor or list belongs is rejected. See evidence.py for how a check
+is converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from autograder.tolerances import ATOL, RTOL
+
+Verifier = Callable[[torch.Generator, dict[str, Any]], None]
+VERIFIERS: dict[tuple[str, bool], Verifier] = {}
+# Verifiers whose expected values do not depend on the notebook's state (only on the seed and on
+# torch), so evidence that passes them cannot have been made up by the notebook.
+INDEPENDENT: set[tuple[str, bool]] = set()
+
+
+class Suspicious(Exception):
+    """The evidence does not show what the check's verdict claims."""
+
+
+def verifies(
+    grade_id: str, *, hidden: bool = False, independent: bool | None = None
+) -> Callable[[Verifier], Verifier]:
+    """Register `fn(rng, evidence)` as the trusted verifier of the (visible or hidden) check.
+
+    `independent` (default: `hidden`) says the expected values come from the seed and torch
+    alone; a verifier that recomputes them from notebook values the evidence carries (the
+    notebook's x1, a student's model weights) only proves the evidence is self-consistent.
+    """
+
+    def decorate(fn: Verifier) -> Verifier:
+        key = (grade_id, hidden)
+        if key in VERIFIERS:
+            raise ValueError(f"two verifiers registered for {key}")
+        VERIFIERS[key] = fn
+        if hidden if independent is None else independent:
+            INDEPENDENT.add(key)
+        return fn
+
+    return decorate
+
+
+def item(evidence: dict[str, Any], name: str) -> Any:
+    if type(evidence) is not dict or name not in evidence:
+        raise Suspicious(f"the evidence has no {name!r}")
+    return evidence[name]
+
+
+def expect_close(got: Any, want: torch.Tensor, what: str) -> None:
+    """`got` is a plain tensor of `want`'s shape and dtype kind, with its values (tolerances.py)."""
+    if type(got) is not torch.Tensor:
+        raise Suspicious(f"{what} is {type(got).__name__}, not a tensor")
+    if got.shape != want.shape:
+        raise Suspicious(f"{what} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+    if got.is_complex() or not torch.isfinite(got).all():
+        raise Suspicious(f"{what} holds non-finite or complex values")
+    if not torch.allclose(got.double(), want.detach().double(), rtol=RTOL, atol=ATOL):
+        raise Suspicious(f"{what} does not hold the expected values")
+
+
+def expect_list(got: Any, want: Sequence[torch.Tensor], what: str) -> None:
+    """`got` is a plain list of exactly the tensors `want`, in order."""
+    if type(got) is not list:
+        raise Suspicious(f"{what} is {type(got).__name__}, not a list")
+    if len(got) != len(want):
+        raise Suspicious(f"{what} has {len(got)} entries, expected {len(want)}")
+    for index, (entry, expected) in enumerate(zip(got, want, strict=True)):
+        expect_close(entry, expected, f"{what}[{index}]")
+
+
+def expect_equal(got: Any, want: Any, what: str) -> None:
+    """`got` is exactly `want` (plain data: numbers, strings, lists and dicts of them)."""
+    if type(got) is not type(want):
+        raise Suspicious(f"{what} is {type(got).__name__}, expected {type(want).__name__}")
+    if isinstance(want, dict):
+        expect_equal(sorted(got), sorted(want), f"the keys of {what}")
+        for key in want:
+            expect_equal(got[key], want[key], f"{what}[{key!r}]")
+    elif isinstance(want, list):
+        if len(got) != len(want):
+            raise Suspicious(f"{what} has {len(got)} entries, expected {len(want)}")
+        for index, (a, b) in enumerate(zip(got, want, strict=True)):
+            expect_equal(a, b, f"{what}[{index}]")
+    elif got != want:
+        raise Suspicious(f"{what} is {got!r}, expected {want!r}")

@@ -1,0 +1,84 @@
+"""Does a submission that tampers with grading get no point it did not earn, and a flag?
+
+Every case of tests/tamper/ (answer files, plus test cells deleted, duplicated or moved in an
+honest notebook) and the honest all_correct control are graded by the engine in one batch; each
+must get exactly its expected score per graded cell and status, and a flag in its message."""
+
+import copy
+import tomllib
+from pathlib import Path
+
+import pytest
+from golden import answers as submission_answers
+from golden import graded_points, make_course
+
+from autograder import course, gradebook
+
+pytestmark = pytest.mark.nbgrader
+
+TAMPER = Path(__file__).parent / "tamper"
+ASSIGNMENT = "backward_hooks"
+EXPECTED = tomllib.loads((TAMPER / "expected.toml").read_text(encoding="utf-8"))
+
+
+def _cases() -> list[str]:
+    return [key.split("/")[1] for key in EXPECTED if key.startswith(f"{ASSIGNMENT}/")]
+
+
+def _layout_cases(nb) -> dict:
+    """all_correct with a test cell deleted, duplicated (an emptied copy after it), or moved."""
+    deleted = copy.deepcopy(nb)
+    deleted.cells = [c for c in deleted.cells if c.id != "backward_collect_hidden"]
+    duplicated = copy.deepcopy(nb)
+    at = next(i for i, c in enumerate(duplicated.cells) if c.id == "tensor_hook_W_test")
+    twin = copy.deepcopy(duplicated.cells[at])
+    twin.id, twin.source = "tensor_hook_W_test_copy", "pass"
+    duplicated.cells.insert(at + 1, twin)
+    moved = copy.deepcopy(nb)
+    at = next(i for i, c in enumerate(moved.cells) if c.id == "backward_normalize_hidden")
+    moved.cells.insert(0, moved.cells.pop(at))
+    return {
+        "deleted_test_cell": deleted,
+        "duplicated_test_cell": duplicated,
+        "reordered_test_cell": moved,
+    }
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    from autograder.engine.batch import Batch
+
+    # patched_torch makes one check spin until the cell's timeout.
+    root = tmp_path_factory.mktemp("tamper-course")
+    make_course(root, [ASSIGNMENT], config="c.Execute.timeout = 10")
+    correct = course.answered_notebook(
+        submission_answers(ASSIGNMENT, "all_correct"), ASSIGNMENT, root
+    )
+    course.submit(correct, "all_correct", ASSIGNMENT, root)
+    for name, nb in _layout_cases(correct).items():
+        course.submit(nb, name, ASSIGNMENT, root)
+    for path in sorted((TAMPER / ASSIGNMENT).glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        course.submit(course.answered_notebook(text, ASSIGNMENT, root), path.stem, ASSIGNMENT, root)
+    results = {r.student: r for r in Batch(root, ASSIGNMENT, force=True).run(jobs=2)}
+    return results, gradebook.scores(course.gradebook_url(root), ASSIGNMENT)
+
+
+def test_every_case_is_listed():
+    files = {p.stem for p in (TAMPER / ASSIGNMENT).glob("*.py")}
+    assert files <= set(_cases())
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_a_tamper_case_gets_exactly_its_expected_scores_and_a_flag(graded, case):
+    results, scores = graded
+    expected = EXPECTED[f"{ASSIGNMENT}/{case}"]
+    result = results[case]
+    assert result.status == expected["status"], result.message
+    want = {cell: float(expected.get(cell, 0)) for cell in graded_points(ASSIGNMENT)}
+    got = {cell.cell: cell.score for cell in scores.get(case, [])}
+    assert got == want, result.message
+    if expected["flag"]:
+        assert expected["flag"] in result.message, result.message
+    else:
+        assert "tampering" not in result.message, result.message

@@ -1,0 +1,276 @@
+"""Does the trusted verifier accept honest evidence, and refuse missing, forged, malformed or
+wrong evidence, hidden errors and cells that never ran? Does the static scan flag tampering
+constructs and nothing in the honest submissions? (In-process: no kernel.)"""
+
+import base64
+import copy
+import io
+import json
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from golden import ROOT, SUBMISSIONS
+
+from autograder import notebooks
+from autograder.checks.evidence import MIMETYPE, Evidence
+from autograder.checks.trusted import VERIFIERS
+from autograder.engine.scan import scan_source
+from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
+
+ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks"]
+# Test cells with a trusted verifier, per notebook (the table in docs/threat-model.md).
+COVERED = {"forward_hooks": 13, "backward_hooks": 10, "module_apply": 4, "cnn_hooks": 3}
+
+
+def _is_test(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+
+
+def _run(nb, monkeypatch) -> tuple:
+    """Execute `nb` in-process as the grader would (seeded by a Guard), recording each cell's
+    outputs: evidence, and an error output for a cell that raised."""
+    guard = Guard("alice", "assignment", "course secret")
+    executor = SimpleNamespace()
+    guard.prepare(nb, executor)
+    current: list = []
+    monkeypatch.setattr(Evidence, "emit", lambda self: current.append(self.output()))
+    namespace: dict = {"__name__": "__main__"}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        current.clear()
+        cell.outputs, status = [], "ok"
+        try:
+            exec(compile(cell.source, f"<cell {cell.id}>", "exec"), namespace)
+        except Exception as error:
+            cell.outputs.append(
+                notebooks.nbformat.v4.new_output(
+                    "error", ename=type(error).__name__, evalue=str(error), traceback=[]
+                )
+            )
+            status = "error"
+        for data in current:
+            cell.outputs.append(notebooks.nbformat.v4.new_output("display_data", data=data))
+        cell.execution_count = index + 1
+        executor.on_cell_executed(
+            cell=cell, cell_index=index, execute_reply={"content": {"status": status}}
+        )
+    return guard, nb
+
+
+@pytest.fixture(scope="module", params=ASSIGNMENTS)
+def executed(request):
+    """The solution notebook run with seeds: (assignment, guard, executed notebook)."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the CNN notebook draws
+    nb = notebooks.read(ROOT / "solutions" / request.param / f"{request.param}.ipynb")
+    guard, nb = _run(nb, monkeypatch)
+    monkeypatch.undo()
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+    return request.param, guard, nb
+
+
+def _verified(guard, nb):
+    nb = copy.deepcopy(nb)
+    flags = guard.verify(nb)
+    zeroed = {c.id for c in nb.cells if any(o.get("ename") == ENAME for o in c.get("outputs", []))}
+    return flags, zeroed, nb
+
+
+def test_honest_evidence_passes_and_is_removed(executed):
+    _, guard, nb = executed
+    covered = [
+        c for c in nb.cells if _is_test(c) and any(MIMETYPE in o.get("data", {}) for o in c.outputs)
+    ]
+    assert covered, "no check emitted evidence"
+    flags, zeroed, result = _verified(guard, nb)
+    assert flags == [] and zeroed == set()
+    assert MIMETYPE not in json.dumps(result)
+    assert "seed=" not in json.dumps(result)  # the seeds are not left in the graded notebook
+
+
+def test_every_covered_cell_refuses_missing_or_wrong_evidence(executed):
+    assignment, guard, nb = executed
+    tested = 0
+    for index, cell in enumerate(nb.cells):
+        evidence = [o for o in cell.get("outputs", []) if MIMETYPE in o.get("data", {})]
+        if not evidence or not _is_test(cell):
+            continue
+        payload = evidence[0].data[MIMETYPE]
+        if (payload["grade_id"], payload["hidden"]) not in VERIFIERS:
+            continue
+        missing = copy.deepcopy(nb)
+        missing.cells[index].outputs = []
+        flags, zeroed, _ = _verified(guard, missing)
+        assert zeroed == {cell.id}, flags
+        assert "left no evidence" in flags[0]
+        wrong = copy.deepcopy(nb)
+        values = torch.load(io.BytesIO(base64.b64decode(payload["data"])), weights_only=True)
+        values = {k: _perturb(v) for k, v in values.items()}
+        wrong_payload = wrong.cells[index].outputs[-1].data[MIMETYPE]
+        wrong_payload["data"] = _encode(values)
+        flags, zeroed, _ = _verified(guard, wrong)
+        assert zeroed == {cell.id}, (cell.id, flags)
+        assert "disagrees" in flags[0]
+        tested += 1
+    assert tested == COVERED[assignment]
+
+
+def _perturb(value):
+    """A wrong answer of the same shape: tensors, numbers, strings and flags all changed."""
+    if isinstance(value, torch.Tensor):
+        return value + 0.5
+    if isinstance(value, list):
+        return [_perturb(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _perturb(v) for k, v in value.items()}
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    return value + "?" if isinstance(value, str) else value
+
+
+def _encode(values) -> str:
+    buffer = io.BytesIO()
+    torch.save(values, buffer)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+class AlwaysEqual(list):
+    def __eq__(self, other):
+        return True
+
+
+def _first_covered(nb, hidden: bool):
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            payload = output.get("data", {}).get(MIMETYPE)
+            if payload and payload["hidden"] is hidden and _is_test(cell):
+                return index, payload
+    raise AssertionError("no covered cell")
+
+
+def test_forged_objects_wrong_seeds_and_duplicates_are_refused(executed):
+    _, guard, nb = executed
+    index, _ = _first_covered(nb, hidden=True)
+    cases = {
+        "is malformed": lambda p: p.update(data=_encode({"answer0": AlwaysEqual([1])})),
+        "for other inputs": lambda p: p.update(seed=p["seed"] + 1),
+    }
+    for words, change in cases.items():
+        forged = copy.deepcopy(nb)
+        change(forged.cells[index].outputs[-1].data[MIMETYPE])
+        flags, zeroed, _ = _verified(guard, forged)
+        assert zeroed == {nb.cells[index].id} and words in flags[0], flags
+    doubled = copy.deepcopy(nb)
+    doubled.cells[index].outputs.append(copy.deepcopy(doubled.cells[index].outputs[-1]))
+    flags, zeroed, _ = _verified(guard, doubled)
+    assert zeroed == {nb.cells[index].id} and "2 pieces of evidence" in flags[0]
+
+
+def test_hidden_errors_and_cells_that_did_not_run_score_zero(executed):
+    _, guard, nb = executed
+    index, _ = _first_covered(nb, hidden=False)
+    hidden_error = copy.deepcopy(nb)
+    guard.hidden_errors.add(index)
+    try:
+        flags, zeroed, _ = _verified(guard, hidden_error)
+    finally:
+        guard.hidden_errors.discard(index)
+    assert zeroed == {nb.cells[index].id} and "error output was hidden" in flags[0]
+    not_run = copy.deepcopy(nb)
+    not_run.cells[index].execution_count = None
+    not_run.cells[index].outputs = []
+    saved = guard.replies.pop(index)
+    try:
+        flags, zeroed, _ = _verified(guard, not_run)
+    finally:
+        guard.replies[index] = saved
+    assert zeroed == {nb.cells[index].id} and "did not run" in flags[0]
+
+
+def test_the_guard_records_hidden_errors_and_keeps_nbgraders_own_hook():
+    seen = []
+    executor = SimpleNamespace(on_cell_executed=lambda **kwargs: seen.append(kwargs["cell_index"]))
+    nb = notebooks.nbformat.v4.new_notebook(cells=[notebooks.nbformat.v4.new_code_cell("x")] * 2)
+    guard = Guard("alice", "a")
+    guard.prepare(nb, executor)
+    error = notebooks.nbformat.v4.new_output("error", ename="E", evalue="", traceback=[])
+    shown = notebooks.nbformat.v4.new_code_cell("x", outputs=[error])
+    executor.on_cell_executed(
+        cell=nb.cells[0], cell_index=0, execute_reply={"content": {"status": "error"}}
+    )
+    executor.on_cell_executed(
+        cell=shown, cell_index=1, execute_reply={"content": {"status": "error"}}
+    )
+    assert guard.hidden_errors == {0} and seen == [0, 1]
+
+
+def test_the_guard_takes_student_assignment_and_secret_from_the_run():
+    guard = Guard.for_run("/course/autograded/alice/forward_hooks", {"Verify": {"secret": "k"}})
+    assert (guard.student, guard.assignment, guard.secret) == ("alice", "forward_hooks", "k")
+    assert guard.seed("x", True) == seed_for("k", "alice", "forward_hooks", "x/hidden")
+    assert guard.seed("x", True) != guard.seed("x", False)
+
+
+def test_seeds_are_stable_and_differ_per_student_cell_and_secret():
+    seed = seed_for("s", "alice", "a", "x")
+    assert seed == seed_for("s", "alice", "a", "x")
+    others = {seed_for("s", "bob", "a", "x"), seed_for("s", "alice", "a", "y")}
+    others.add(seed_for("t", "alice", "a", "x"))
+    assert seed not in others and len(others) == 3
+
+
+def test_the_scan_finds_nothing_in_honest_submissions_and_solutions():
+    for path in sorted(SUBMISSIONS.glob("*/*.py")):
+        for grade_id, source in notebooks.parse_answers(path.read_text()).items():
+            assert scan_source(source, grade_id) == [], path
+    for path in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        assert scan_cells(notebooks.read(path)) == [], path
+
+
+TAMPERING = {
+    "torch.allclose = lambda *a, **k: True": "changes torch.allclose",
+    "import torch as t\nt.Tensor.__eq__ = f": "changes t.Tensor.__eq__",
+    "setattr(torch, 'equal', f)": "calls setattr on torch",
+    "import builtins\nbuiltins.print = f": "changes builtins.print",
+    "get_ipython().set_custom_exc((Exception,), f)": "set_custom_exc",
+    "import sys\nsys.modules['autograder'] = m": "changes sys.modules['autograder']",
+    "import autograder\nautograder.check = f": "changes autograder.check",
+    "from autograder.checks import registry": "imports autograder.checks",
+    "import ctypes": "imports ctypes",
+    "exec(code)": "runs code built at run time",
+    "globals()['check'] = f": "changes globals()['check']",
+    "def check(*a):\n    pass": "rebinds check",
+    "class A(list):\n    def __eq__(self, o):\n        return True": "redefines __eq__",
+    "import os\nos._exit(0)": "ends the kernel",
+    "raise SystemExit": "raises SystemExit",
+    "x = 'application/vnd.hooklab.evidence+json'": "private evidence format",
+    "import sys\nf = sys._getframe(1)": "walks the interpreter's frames",
+}
+
+
+@pytest.mark.parametrize("source", TAMPERING)
+def test_the_scan_flags_tampering_constructs(source):
+    found = scan_source(source, "cell")
+    assert any(TAMPERING[source] in finding.what for finding in found), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "module.bias = nn.Parameter(torch.zeros(3))",
+        "Add.forward = forward",
+        "x = torch.rand(3)\nx.grad = None",
+        "from autograder import check",
+        "handle.remove()",
+        "torch.manual_seed(0)",
+    ],
+)
+def test_the_scan_leaves_legitimate_code_alone(source):
+    assert scan_source(source, "cell") == []
