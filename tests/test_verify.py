@@ -268,6 +268,7 @@ def test_the_scan_flags_tampering_constructs(source):
         "Add.forward = forward",
         "x = torch.rand(3)\nx.grad = None",
         "from autograder import check",
+        "from autograder.widgets import show_hints\n\nshow_hints('forward_collect')",
         "handle.remove()",
         "torch.manual_seed(0)",
     ],

@@ -94,8 +94,8 @@ def _scan_tree(tree: ast.AST, cell: str, protected: set[str]) -> list[Finding]:
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and _imports_check_only(node):
-                continue  # what every test cell does
+            if isinstance(node, ast.ImportFrom) and _imports_course_api(node):
+                continue  # what every test cell and every hint cell does
             for name in names:
                 if name.split(".")[0] in FORBIDDEN_IMPORTS:
                     add(node, f"imports {name}")
@@ -124,10 +124,13 @@ def _scan_tree(tree: ast.AST, cell: str, protected: set[str]) -> list[Finding]:
     return found
 
 
-def _imports_check_only(node: ast.ImportFrom) -> bool:
-    return node.module == "autograder" and [(a.name, a.asname) for a in node.names] == [
-        ("check", None)
-    ]
+def _imports_course_api(node: ast.ImportFrom) -> bool:
+    """`from autograder import check`, or the widgets of the notebooks' hint and progress cells
+    (they show things; nothing they do reaches a verdict)."""
+    names = [(a.name, a.asname) for a in node.names]
+    if node.module == "autograder":
+        return names == [("check", None)]
+    return node.module == "autograder.widgets" and all(alias is None for _, alias in names)
 
 
 def _aliases(tree: ast.AST, protected: set[str]) -> None:

@@ -69,6 +69,7 @@ def _preload() -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     _warm_traceback_caches()
+    _register_modules()
 
 
 def _import_more(modules: list[str]) -> dict:
@@ -82,7 +83,16 @@ def _import_more(modules: list[str]) -> dict:
         except Exception:  # a notebook's import that fails here fails in its kernel as usual
             failed.append(module)
     _warm_figure_rendering()
+    _register_modules()
     return {"failed": failed}
+
+
+def _register_modules() -> None:
+    """Have `inspect` map every loaded module's file now, not in each kernel's first traceback
+    (inspect.getmodule registers the modules imported since its last scan of sys.modules)."""
+    import inspect
+
+    inspect.getmodule(compile("", "<hooklab-template>", "exec"))
 
 
 def _warm_figure_rendering() -> None:
