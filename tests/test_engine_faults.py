@@ -114,9 +114,9 @@ def test_the_control_and_the_huge_output_get_full_marks(faults):
     assert _scores(scores, "huge_output") == full
 
 
-@pytest.mark.parametrize(
-    "case", ["infinite_loop", "long_sleep", "memory_bomb", "segfault", "os_exit"]
-)
+# (No segfault here: its `import ctypes` is flagged as tampering by the scan, which voids the
+# checks that cannot be verified outside the kernel; see test_tamper.py.)
+@pytest.mark.parametrize("case", ["infinite_loop", "long_sleep", "memory_bomb", "os_exit"])
 def test_a_fault_in_the_last_cell_keeps_the_points_earned_before_it(faults, case):
     _, _, scores = faults
     earned = {**expected_scores(ASSIGNMENT, "all_correct")}

@@ -142,7 +142,10 @@ FULL_MARKS = ["all_correct", "network", "reads", "writes", "fork_bomb"]
 @pytest.mark.parametrize("case", FULL_MARKS)
 def test_attacks_fail_inside_the_kernel_and_the_notebook_is_graded(sandboxed, case):
     root, results, scores = sandboxed
-    assert (results[case].status, results[case].message) == ("graded", ""), results[case]
+    # The only note allowed is the scan's about code that ends the kernel (the fork bomb's
+    # children call os._exit); it costs no points.
+    notes = [n for n in results[case].message.split("; ") if n and "ends the kernel" not in n]
+    assert (results[case].status, notes) == ("graded", []), results[case]
     assert _scores(scores, case) == expected_scores(ASSIGNMENT, "all_correct")
     if case != "all_correct":
         out = _outputs(root, case)
