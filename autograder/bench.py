@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy.exc import SAWarning
 
 from autograder import course, gradebook
-from autograder.engine.batch import DEFAULT_JOBS, Batch, SubmissionResult
+from autograder.engine.batch import DEFAULT_JOBS, Batch, SubmissionResult, run_batches
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
 NAMED = ("all_correct", "seed001_answers", "blank")
@@ -75,11 +75,12 @@ def _engine_phase(root: Path, db_url: str, assignments: list[str], jobs: int, pi
         # nbgrader's own add_submission trips these SQLAlchemy autoflush warnings.
         warnings.filterwarnings("ignore", "Object of type", SAWarning)
         start, results = time.perf_counter(), []
-        for assignment in assignments:
-            for result in Batch(root, assignment, force=True, db_url=db_url).run(jobs):
-                results.append(result)
-                note = f": {result.message}" if result.message else ""
-                say(f"  ours: {assignment}/{result.student} {result.status}{note}")
+        # All assignments in one run, as `hooklab autograde` without an assignment grades them.
+        batches = [Batch(root, assignment, force=True, db_url=db_url) for assignment in assignments]
+        for result in run_batches(batches, jobs):
+            results.append(result)
+            note = f": {result.message}" if result.message else ""
+            say(f"  ours: {result.assignment}/{result.student} {result.status}{note}")
         if Zygote._current is not None:
             Zygote._current.stop()  # waits for it, so its kernels count in RUSAGE_CHILDREN
         seconds = time.perf_counter() - start

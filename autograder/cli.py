@@ -54,10 +54,9 @@ def demo(args: argparse.Namespace) -> int:
     else:
         from autograder.engine.run import autograde as run_batch
 
-        for assignment in names:
-            results = run_batch(root, assignment, force=True, jobs=DEFAULT_JOBS)
-            if any(r.status == "failed" for r in results):
-                return 1
+        results = run_batch(root, names, force=True, jobs=DEFAULT_JOBS)
+        if any(r.status == "failed" for r in results):
+            return 1
     show_results(root)
     print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
     return 0
@@ -82,19 +81,16 @@ def build(args: argparse.Namespace) -> int:
 def autograde(args: argparse.Namespace) -> int:
     from autograder.engine.run import autograde as run_batch
 
-    names = [args.assignment] if args.assignment else course.assignments(args.root)
-    failed = 0
-    for assignment in names:
-        results = run_batch(
-            args.root,
-            assignment,
-            students=args.student,
-            force=args.force,
-            db_url=args.db,
-            jobs=args.jobs,
-            scheduler=args.scheduler,
-        )
-        failed += sum(r.status == "failed" for r in results)
+    results = run_batch(
+        args.root,
+        args.assignments or course.assignments(args.root),
+        students=args.student,
+        force=args.force,
+        db_url=args.db,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+    )
+    failed = sum(r.status == "failed" for r in results)
     if not args.db:
         show_results(args.root)
     return 1 if failed else 0
@@ -121,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     grade = verbs.add_parser(
         "autograde", help="a faster drop-in for `nbgrader autograde` (warm kernels, in parallel)"
     )
-    grade.add_argument("assignment", nargs="?", help="the assignment (default: all of them)")
+    grade.add_argument(
+        "assignments", nargs="*", help="the assignments, graded together (default: all of them)"
+    )
     grade.add_argument("--student", default="*", help="only these students (a glob)")
     grade.add_argument("--force", action="store_true", help="regrade submissions graded before")
     grade.add_argument("--db", help="the gradebook's database URL (default: gradebook.db)")

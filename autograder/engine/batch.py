@@ -26,7 +26,7 @@ from autograder.engine.converter import EngineAutograde
 from autograder.engine.execute import TRUNCATED
 from autograder.engine.inspect_submission import submission_problems
 from autograder.engine.limits import Limits
-from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebook
+from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
 from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.verify import course_secret
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
@@ -82,9 +82,46 @@ def local_workers(jobs: int, sandbox: dict | None = None) -> Iterator[Dispatch]:
     nbgrader's bookkeeping for every submission.
     """
     os.environ[ZYGOTE_ENV] = Zygote.current(sandbox).path
+    warm_up()  # here, once, instead of in every worker on its first notebook
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+        # The first task starts every worker (fork start method), from this thread, before the
+        # grading threads exist.
+        pool.submit(int).result()
         yield lambda job: pool.submit(grade_notebook, job).result()
+
+
+def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
+    """Grade the submissions of several batches (assignments of one course) with one set of
+    workers: they and the kernel template start once, and the cores stay busy from the first
+    submission to the last instead of idling at the end of each assignment. Submissions are
+    taken in order, batch by batch; results are yielded as they finish."""
+    if not batches:
+        return
+    first = batches[0]
+    lock = threading.Lock()  # one gradebook: its bookkeeping is serialized across batches too
+    for batch in batches:
+        batch.prepare()
+        batch.gradebook_lock = lock
+    with contextlib.ExitStack() as stack:
+        dispatch = first.dispatch
+        if dispatch is None and first.scheduler:
+            from autograder.engine.cluster import dask_workers
+
+            dispatch = stack.enter_context(dask_workers(first.scheduler))
+        elif dispatch is None:
+            sandbox = first.config.WarmKernelManager.get("sandbox")
+            dispatch = stack.enter_context(local_workers(jobs, sandbox))
+        borrowing = [batch for batch in batches if batch.dispatch is None]
+        for batch in borrowing:
+            batch.dispatch = dispatch
+        # Handed back when the workers stop, so that a later run starts its own.
+        stack.callback(lambda: [setattr(batch, "dispatch", None) for batch in borrowing])
+        # More grading threads than workers, so a worker never waits for bookkeeping.
+        threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
+        futures = [threads.submit(b.grade, student) for b in batches for student in b.students]
+        for future in as_completed(futures):
+            yield future.result()
 
 
 class Batch:
@@ -113,26 +150,19 @@ class Batch:
         self.preload: list[str] = []
         self.secret = course_secret(root, self.config.Verify.get("secret", ""))
 
-    def run(self, jobs: int) -> Iterator[SubmissionResult]:
-        """Grade every submission; yields results as they finish (in completion order)."""
+    def prepare(self) -> None:
+        """Read the assignment's gradebook snapshot (once) and what its notebooks import."""
+        if self.snapshot is not None:
+            return
         try:
             self.snapshot = GradebookSnapshot.read(self.coursedir.db_url, self.assignment)
             self.preload = self.snapshot.imported_modules()
         except MissingEntry:
             self.snapshot = None  # each submission then fails with nbgrader's own message
-        with contextlib.ExitStack() as stack:
-            if self.dispatch is None and self.scheduler:
-                from autograder.engine.cluster import dask_workers
 
-                self.dispatch = stack.enter_context(dask_workers(self.scheduler))
-            elif self.dispatch is None:
-                sandbox = self.config.WarmKernelManager.get("sandbox")
-                self.dispatch = stack.enter_context(local_workers(jobs, sandbox))
-            # More grading threads than workers, so a worker never waits for bookkeeping.
-            threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
-            futures = [threads.submit(self.grade, student) for student in self.students]
-            for future in as_completed(futures):
-                yield future.result()
+    def run(self, jobs: int) -> Iterator[SubmissionResult]:
+        """Grade every submission; yields results as they finish (in completion order)."""
+        return run_batches([self], jobs)
 
     def grade(self, student: str) -> SubmissionResult:
         """Grade one submission the way `nbgrader autograde` does; never raises."""

@@ -9,6 +9,7 @@ it does not deep-copy and re-validate the notebook after every preprocessor, onl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -33,7 +34,7 @@ from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import run_in_warm_kernel
 from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.verify import Guard
-from autograder.engine.warm_kernel import Zygote
+from autograder.engine.warm_kernel import WarmKernelManager, Zygote
 
 log = logging.getLogger("hooklab.pipeline")
 
@@ -130,6 +131,25 @@ def scores_and_comments(nb) -> tuple[dict[str, float | None], dict[str, str | No
             unchanged = cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell)
             comments[grade_id] = "No response." if unchanged and not utils.is_task(cell) else None
     return scores, comments
+
+
+def warm_up(kernel_name: str = "python3") -> None:
+    """Do, in this process, the one-time work every grading process does on its first notebook:
+    compile nbformat's schema validators and look up the kernel spec. Worker processes forked
+    afterwards start with it done."""
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    outputs = [
+        new_output("stream", name="stdout", text=""),
+        new_output("display_data", data={"text/plain": ""}),
+        new_output("execute_result", data={"text/plain": ""}, execution_count=1),
+        new_output("error", ename="", evalue="", traceback=[]),
+    ]
+    nb = new_notebook(cells=[new_code_cell("", outputs=outputs)])
+    nbformat.validate(nb)
+    nbformat.validate(nb, relax_add_props=True)
+    with contextlib.suppress(Exception):  # a missing kernel spec fails later, per notebook
+        WarmKernelManager(kernel_name=kernel_name).kernel_spec  # noqa: B018 (cached)
 
 
 def grade_notebook(job: NotebookJob) -> NotebookResult:

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlalchemy.exc import SAWarning
 
-from autograder.engine.batch import Batch, SubmissionResult
+from autograder.engine.batch import Batch, SubmissionResult, run_batches
 
 
 def autograde(
     root: Path,
-    assignment: str,
+    assignments: str | list[str],
     *,
     students: str = "*",
     force: bool = False,
@@ -25,15 +25,22 @@ def autograde(
     scheduler: str | None = None,
     console: Console | None = None,
 ) -> list[SubmissionResult]:
-    """Grade every submission of `assignment`, showing progress; returns one result per student."""
+    """Grade every submission of the assignments (one or several, with one set of workers),
+    showing progress per assignment; returns one result per student and assignment."""
     console = console or Console(stderr=True)
     # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
     warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
-    batch = Batch(
-        root, assignment, students=students, force=force, db_url=db_url, scheduler=scheduler
-    )
-    if not batch.students:
-        console.print(f"[yellow]No submissions of {assignment} match {students!r}.[/]")
+    names = [assignments] if isinstance(assignments, str) else list(assignments)
+    batches = []
+    for name in names:
+        batch = Batch(
+            root, name, students=students, force=force, db_url=db_url, scheduler=scheduler
+        )
+        if batch.students:
+            batches.append(batch)
+        else:
+            console.print(f"[yellow]No submissions of {name} match {students!r}.[/]")
+    if not batches:
         return []
     start, results = time.perf_counter(), []
     columns = (
@@ -45,15 +52,20 @@ def autograde(
         TextColumn("{task.fields[last]}"),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(assignment, total=len(batch.students), last="")
-        for result in batch.run(jobs):
+        tasks = {
+            b.assignment: progress.add_task(b.assignment, total=len(b.students), last="")
+            for b in batches
+        }
+        for result in run_batches(batches, jobs):
             results.append(result)
-            progress.update(task, advance=1, last=f"{result.student}: {result.status}")
+            last = f"{result.student}: {result.status}"
+            progress.update(tasks[result.assignment], advance=1, last=last)
     console.print(summary(results, time.perf_counter() - start))
     for result in results:
         if result.status == "failed":
-            console.print(f"  [red]failed[/] {result.student}: {result.message}")
-    return sorted(results, key=lambda r: r.student)
+            where = f"{result.assignment}/{result.student}"
+            console.print(f"  [red]failed[/] {where}: {result.message}")
+    return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
 
 
 def summary(results: list[SubmissionResult], seconds: float) -> str:

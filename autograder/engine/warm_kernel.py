@@ -287,6 +287,15 @@ class WarmKernelClient(AsyncKernelClient):
 
     wait_for_ready = _async_wait_for_ready
 
+    def start_channels(self, *args: Any, **kwargs: Any) -> None:
+        # No heartbeat thread: whether the kernel lives is asked of its manager (the zygote
+        # knows), which is what jupyter_client does whenever a manager made the client.
+        kwargs["hb"] = False
+        super().start_channels(*args, **kwargs)
+
+
+_KERNEL_SPECS: dict[str, Any] = {}  # kernel name -> KernelSpec, looked up once per process
+
 
 class WarmKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernels come from the zygote (see WarmProvisioner)."""
@@ -311,6 +320,18 @@ class WarmKernelManager(AsyncKernelManager):
     )
 
     kernel_dir = Unicode("", help="This kernel's folder: connection file and ipc sockets")
+
+    @property
+    def kernel_spec(self):
+        # The stock lookup lists every kernel folder on disk (and imports IPython to find its
+        # own) for every kernel; a batch's kernels all use the same few specs.
+        if self._kernel_spec is None and self.kernel_name:
+            spec = _KERNEL_SPECS.get(self.kernel_name)
+            if spec is None:
+                spec = self.kernel_spec_manager.get_kernel_spec(self.kernel_name)
+                _KERNEL_SPECS[self.kernel_name] = spec
+            self._kernel_spec = spec
+        return self._kernel_spec
 
     async def _async_pre_start_kernel(self, **kw: Any):
         self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))

@@ -13,7 +13,8 @@ Protocol: one JSON line per connection on a Unix socket.
   {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
-  {"op": "preload", "modules": [...]} -> {"failed": [...]}  (imports them for later kernels)
+  {"op": "preload", "modules": [...]} -> {"failed": [...]}  (imports them for later kernels;
+  one at a time, serving other requests in between; answered when they are all in)
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
 another thread would stay locked forever in the child. The parent therefore starts it with
 OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
@@ -44,13 +45,11 @@ QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 # its notebooks import (the "preload" request). Not modules that register themselves with the
 # running IPython at import time (ipywidgets, matplotlib_inline): imported here, where there is
 # none, they would skip that in the kernels.
-# torch._dynamo: the first optimizer a notebook makes imports it (a second, in every kernel).
 PRELOAD = (
     "IPython",
     "ipykernel.kernelapp",
     "ipykernel.debugger",
     "torch",
-    "torch._dynamo",
     "autograder.checks",
 )
 # ipykernel makes the inline backend matplotlib's default by setting this before any notebook
@@ -72,19 +71,46 @@ def _preload() -> None:
     _register_modules()
 
 
-def _import_more(modules: list[str]) -> dict:
-    """Import modules a batch's notebooks use (see preloads.py), so its kernels start with them."""
-    import importlib
+class _Preloads:
+    """Modules batches asked for, imported one at a time between other requests: a fork asked
+    for meanwhile is served after the import in progress, not after all of them. Each "preload"
+    request is answered once all of its modules are in (kernels forked for its notebooks then
+    start with them), with the ones that failed."""
 
-    failed = []
-    for module in modules:
+    def __init__(self) -> None:
+        self.queue: list[str] = []
+        self.failed: set[str] = set()
+        self.waiting: list[tuple[socket.socket, set[str]]] = []
+
+    def request(self, connection: socket.socket, modules: list[str]) -> None:
+        wanted = {m for m in modules if m not in sys.modules and m not in self.failed}
+        self.queue += sorted(wanted - set(self.queue))
+        self.waiting.append((connection, set(modules)))
+        self._answer()
+
+    def import_next(self) -> None:
+        import importlib
+
+        module = self.queue.pop(0)
         try:
             importlib.import_module(module)
         except Exception:  # a notebook's import that fails here fails in its kernel as usual
-            failed.append(module)
-    _warm_figure_rendering()
-    _register_modules()
-    return {"failed": failed}
+            self.failed.add(module)
+        if not self.queue:
+            _warm_figure_rendering()
+            _register_modules()
+        self._answer()
+
+    def _answer(self) -> None:
+        still = []
+        for connection, modules in self.waiting:
+            if modules & set(self.queue):
+                still.append((connection, modules))
+                continue
+            with connection, contextlib.suppress(OSError):
+                reply = {"failed": sorted(modules & self.failed)}
+                connection.sendall((json.dumps(reply) + "\n").encode())
+        self.waiting = still
 
 
 def _register_modules() -> None:
@@ -279,26 +305,32 @@ def serve(path: str, config: dict) -> None:
     server.listen(64)
     print("listening", flush=True)
     _preload()
-    kernels = _Kernels(config)
+    kernels, preloads = _Kernels(config), _Preloads()
     while True:
         kernels.reap()
-        ready, _, _ = select.select([server], [], [], kernels.enforce_wall_clock())
+        wait = 0 if preloads.queue else kernels.enforce_wall_clock()
+        ready, _, _ = select.select([server], [], [], wait)
         if not ready:
+            if preloads.queue:
+                preloads.import_next()
             continue
         connection, _ = server.accept()
+        request = json.loads(connection.makefile("r").readline() or "{}")
+        op = request.get("op")
+        if op == "preload":  # answered once its modules are imported (connection kept open)
+            preloads.request(connection, list(request.get("modules", [])))
+            continue
         with connection:
-            request = json.loads(connection.makefile("r").readline() or "{}")
-            op = request.get("op")
             try:
                 if op == "fork":
                     kernels.reap()
-                    reply = {"pid": kernels.start(request, server, connection)}
+                    # The kernel must not inherit any socket of the zygote's.
+                    held = [waiting for waiting, _ in preloads.waiting]
+                    reply = {"pid": kernels.start(request, server, connection, *held)}
                 elif op == "status":
                     reply = kernels.status(int(request["pid"]))
                 elif op == "signal":
                     reply = kernels.signal(int(request["pid"]), int(request["signum"]))
-                elif op == "preload":
-                    reply = _import_more(request.get("modules", []))
                 elif op == "info":
                     reply = config
                 elif op == "stop":
