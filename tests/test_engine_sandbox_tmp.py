@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import autograder
-from autograder.engine.sandbox import SANDBOX_ENV
+from autograder.engine.sandbox import SANDBOX_ENV, SandboxSettings
 from autograder.engine.warm_kernel import ZYGOTE_ENV
 
 pytestmark = pytest.mark.nbgrader
@@ -104,6 +104,9 @@ def test_an_environment_and_package_under_tmp_are_shown_and_nothing_else(holder)
         host_file.unlink()
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
+    run_folder = Path(seen["connection"]).parents[2].name
+    # This environment's site-packages, exposed, is in /tmp too when its checkout is.
+    exposed = [Path(site).parts[2]] if Path(site).parts[1] == "tmp" else []
     assert seen == {
         "package": str(holder / "src" / "autograder" / "__init__.py"),
         "prefix": str(venv),
@@ -112,10 +115,20 @@ def test_an_environment_and_package_under_tmp_are_shown_and_nothing_else(holder)
         "holder": ["src", "venv"],  # no secret.txt
         # Also there: the kernel's own folder of the zygote's run folder (its connection file)
         # and what IPython writes in its home, /tmp.
-        "top": [".ipython", holder.name, Path(seen["connection"]).parents[2].name],
+        "top": sorted([".ipython", holder.name, run_folder, *exposed]),
         "secret": "FileNotFoundError",
         "host file": "FileNotFoundError",
         "write package": "OSError",  # read-only file system
         "write prefix": "OSError",
         "scratch": "2",
     }, seen
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/tmp/", "/", "/dev"])
+def test_a_folder_the_sandbox_makes_afresh_cannot_be_exposed(folder):
+    with pytest.raises(ValueError, match="cannot expose"):
+        SandboxSettings.from_dict({"expose": [folder]})
+
+
+def test_a_folder_inside_tmp_can_be_exposed():
+    assert SandboxSettings.from_dict({"expose": ["/tmp/cc/.venv/"]}).expose == ("/tmp/cc/.venv",)

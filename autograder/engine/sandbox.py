@@ -22,6 +22,7 @@ import autograder
 
 SANDBOX_ENV = "HOOKLAB_SANDBOX"  # "off" forces the weaker mode, "bwrap" requires the sandbox
 NOBODY = 65534
+FRESH = ("/dev", "/proc", "/tmp")  # made anew in the sandbox, not the host's
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Variables a kernel may inherit from the grader; everything else (tokens, database URLs, paths
 # into the course) stays outside.
@@ -48,7 +49,12 @@ class SandboxSettings:
             values["mode"] = os.environ[SANDBOX_ENV]
         if values.get("mode", "auto") not in ("auto", "bwrap", "off"):
             raise ValueError(f"sandbox mode must be auto, bwrap or off, not {values['mode']!r}")
-        values["expose"] = tuple(values.get("expose", ()))
+        values["expose"] = tuple(os.path.normpath(p) for p in values.get("expose", ()))
+        # Shown after the fresh /dev, /proc and /tmp (and in each kernel over its own /tmp), such
+        # a folder would show the host's instead: other kernels' folders, read-only scratch.
+        for folder in values["expose"]:
+            if any(os.path.commonpath([folder, fresh]) == folder for fresh in FRESH):
+                raise ValueError(f"the sandbox cannot expose {folder}: it holds {', '.join(FRESH)}")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -114,12 +120,11 @@ def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
             command += ["--ro-bind", folder, folder]
     # bwrap mounts in the order given: the fresh /dev, /proc and /tmp come before the folders
     # shown, which may lie under them (a checkout and its .venv in /tmp) and must stay visible.
-    fresh = ["/dev", "/proc", "/tmp"]
     command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     shown = shown_paths(settings)
     # bwrap would create the folders above them for root only (0700); kernels are not root.
     parents = {str(parent) for folder in shown for parent in Path(folder).parents}
-    for parent in sorted(parents - {"/", *SYSTEM_DIRS, *fresh}):
+    for parent in sorted(parents - {"/", *SYSTEM_DIRS, *FRESH}):
         command += ["--perms", "0755", "--dir", parent]
     for folder in shown:
         command += ["--ro-bind", folder, folder]
