@@ -5,11 +5,12 @@ init (`sleep`, pid 1; when it dies, everything in the namespace dies) and to for
 (pid 2, still the zygote's own child, so one fork per kernel as without the sandbox). The kernel
 then, before any student code: enters new mount, IPC and network namespaces; mounts a private
 size-limited /tmp (its home and working folder), a private /dev/shm, an empty folder over the
-zygote's run folder with only its own folder (connection file, ipc sockets) shown again, and a
-/proc that shows its own pid namespace only; becomes an unprivileged user (nobody when the
-grader is root) in a user namespace of its own (so RLIMIT_NPROC counts this kernel's processes
-only, and applies even to a mapped root); and drops all capabilities. When the kernel ends, the
-zygote kills its init, and so every process it left behind.
+zygote's run folder with only its own folder (connection file, ipc sockets) shown again, the
+folders of the Python environment and the package that these hide (a checkout in /tmp) shown
+again read-only, and a /proc that shows its own pid namespace only; becomes an unprivileged
+user (nobody when the grader is root) in a user namespace of its own (so RLIMIT_NPROC counts
+this kernel's processes only, and applies even to a mapped root); and drops all capabilities.
+When the kernel ends, the zygote kills its init, and so every process it left behind.
 """
 
 from __future__ import annotations
@@ -59,11 +60,36 @@ def _drop_capabilities() -> None:
     _check(_libc.syscall(SYS_CAPSET, header, data), "capset")
 
 
-def _private_mounts(kernel_dir: str, run_dir: str, scratch_mb: int, uid: int, gid: int) -> None:
+def _inside(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _show_again(path: str, held: int) -> None:
+    """Bind the host folder held open as `held` back at `path`, under a tmpfs just mounted."""
+    missing, folder = [], path
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for folder in reversed(missing):
+        os.mkdir(folder)
+        os.chmod(folder, 0o755)  # root's, so the kernel (not root) can neither add nor rename
+    _mount(f"/proc/self/fd/{held}", path, None, MS_BIND | MS_REC)
+    # A bind mount keeps the flags of the read-only bind it copies; check rather than trust.
+    if not os.statvfs(path).f_flag & os.ST_RDONLY:
+        raise OSError(f"{path} would be writable in the kernel")
+
+
+def _private_mounts(
+    kernel_dir: str, run_dir: str, scratch_mb: int, uid: int, gid: int, shown: list[str]
+) -> None:
     """In the kernel's new mount namespace: what it may write, and what it sees of the run
-    folder (its own folder only)."""
+    folder (its own folder only). Folders the sandbox shows (the Python environment, the
+    package) that the mounts below would hide (a checkout in /tmp) are held open first and bound
+    back afterwards, read-only; nothing else of what they hide shows."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     own = os.open(kernel_dir, os.O_PATH | os.O_DIRECTORY)
+    hidden = [p for p in shown if _inside(p, ["/tmp", "/dev/shm", run_dir]) and os.path.isdir(p)]
+    held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in hidden}
     owner = f"mode=0700,uid={uid},gid={gid}"
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
     if os.path.isdir("/dev/shm"):
@@ -73,6 +99,9 @@ def _private_mounts(kernel_dir: str, run_dir: str, scratch_mb: int, uid: int, gi
     os.makedirs(kernel_dir, exist_ok=True)
     _mount(f"/proc/self/fd/{own}", kernel_dir, None, MS_BIND)
     os.close(own)
+    for path, fd in held.items():  # in order: a folder before the ones inside it
+        _show_again(path, fd)
+        os.close(fd)
 
 
 def _become_unprivileged(uid: int | None) -> None:
@@ -136,34 +165,40 @@ def isolate_self(request: dict) -> None:
     uid = request.get("kernel_uid")
     owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
-    _private_mounts(request["kernel_dir"], request["run_dir"], int(request["scratch_mb"]), *owner)
+    where = request["kernel_dir"], request["run_dir"], int(request["scratch_mb"])
+    _private_mounts(*where, *owner, request.get("shown", []))
     _become_unprivileged(uid)
 
 
 _own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
 
 
-def self_test(run_dir: str, kernel_uid: int | None) -> str | None:
+def self_test(run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | None:
     """Isolate one do-nothing kernel exactly as for a real one; None if that works, else why.
     Run (as a script, without importing torch) inside bwrap before the zygote is trusted to."""
     kernel_dir = os.path.join(run_dir, "self-test")
     os.makedirs(kernel_dir, exist_ok=True)
-    request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1}
+    request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1, "shown": shown}
+
+    def check(request: dict) -> None:  # the kernel must still see the environment and package
+        os._exit(0 if all(os.path.isdir(path) for path in shown) else 3)
+
     try:
-        kernel, init = fork_isolated(
-            {**request, "kernel_uid": kernel_uid}, lambda: None, lambda request: None
-        )
+        kernel, init = fork_isolated({**request, "kernel_uid": kernel_uid}, lambda: None, check)
     except OSError as error:
         return str(error)
     _, status = os.waitpid(kernel, 0)
     os.kill(init, signal.SIGKILL)
     os.waitpid(init, 0)
+    if os.waitstatus_to_exitcode(status) == 3:
+        return "an isolated kernel could not see the Python environment or the package"
     if os.waitstatus_to_exitcode(status) != 0:
         return f"an isolated kernel could not set itself up (exit status {status})"
     return None
 
 
 if __name__ == "__main__":
-    why = self_test(sys.argv[1], int(sys.argv[2]) if sys.argv[2:] else None)
+    uid = int(sys.argv[2]) if sys.argv[2:] and sys.argv[2] else None
+    why = self_test(sys.argv[1], uid, sys.argv[3:])
     print(why or "ok")
     sys.exit(1 if why else 0)

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import autograder
 
 SANDBOX_ENV = "HOOKLAB_SANDBOX"  # "off" forces the weaker mode, "bwrap" requires the sandbox
 NOBODY = 65534
+FRESH = ("/dev", "/proc", "/tmp")  # made anew in the sandbox, not the host's
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Variables a kernel may inherit from the grader; everything else (tokens, database URLs, paths
 # into the course) stays outside.
@@ -47,7 +49,12 @@ class SandboxSettings:
             values["mode"] = os.environ[SANDBOX_ENV]
         if values.get("mode", "auto") not in ("auto", "bwrap", "off"):
             raise ValueError(f"sandbox mode must be auto, bwrap or off, not {values['mode']!r}")
-        values["expose"] = tuple(values.get("expose", ()))
+        values["expose"] = tuple(os.path.normpath(p) for p in values.get("expose", ()))
+        # Shown after the fresh /dev, /proc and /tmp (and in each kernel over its own /tmp), such
+        # a folder would show the host's instead: other kernels' folders, read-only scratch.
+        for folder in values["expose"]:
+            if any(os.path.commonpath([folder, fresh]) == folder for fresh in FRESH):
+                raise ValueError(f"the sandbox cannot expose {folder}: it holds {', '.join(FRESH)}")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -55,16 +62,37 @@ class SandboxSettings:
         return asdict(self)
 
 
+def package_folder() -> str:
+    return str(Path(autograder.__file__).resolve().parent)
+
+
 def readable_paths() -> list[str]:
     """Host folders the sandbox shows (read-only) besides the system: the Python environment
     and the autograder package, and nothing else of the folder that holds them."""
-    package = str(Path(autograder.__file__).resolve().parent)
+    package = package_folder()
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).parent)}
     python.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
     chosen = sorted(p for p in python | {package} if os.path.isdir(p) and p not in SYSTEM_DIRS)
     # Inside a folder already shown: nothing to add.
     shown = [*SYSTEM_DIRS, *chosen]
     return [p for p in chosen if not any(p.startswith(d + "/") for d in shown)]
+
+
+def shown_paths(settings: SandboxSettings) -> list[str]:
+    """Every host folder bound into the sandbox besides the system, a folder before the ones
+    inside it (bound later, on top of it)."""
+    return sorted({*readable_paths(), *settings.expose})
+
+
+def import_root() -> str | None:
+    """The folder the zygote must find the autograder package in (on its PYTHONPATH), or None
+    where any interpreter of this environment finds it anyway. The grader may have imported it
+    from a checkout through PYTHONPATH or its working folder, neither of which the zygote gets:
+    it would import another copy, or none (only this package folder is shown)."""
+    root = str(Path(package_folder()).parent)
+    # Putting site-packages on PYTHONPATH would put it before the standard library.
+    site = {os.path.realpath(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}
+    return None if root in site else root
 
 
 def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
@@ -90,24 +118,26 @@ def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
             command += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
             command += ["--ro-bind", folder, folder]
-    shown = [*readable_paths(), *settings.expose]
+    # bwrap mounts in the order given: the fresh /dev, /proc and /tmp come before the folders
+    # shown, which may lie under them (a checkout and its .venv in /tmp) and must stay visible.
+    command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    shown = shown_paths(settings)
     # bwrap would create the folders above them for root only (0700); kernels are not root.
     parents = {str(parent) for folder in shown for parent in Path(folder).parents}
-    for parent in sorted(parents - {"/", *SYSTEM_DIRS}):
+    for parent in sorted(parents - {"/", *SYSTEM_DIRS, *FRESH}):
         command += ["--perms", "0755", "--dir", parent]
     for folder in shown:
         command += ["--ro-bind", folder, folder]
-    command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", run_dir, run_dir]
-    command += ["--remount-ro", "/", "--chdir", "/tmp"]
+    command += ["--bind", run_dir, run_dir, "--remount-ro", "/", "--chdir", "/tmp"]
     return command
 
 
-def probe(command: list[str], run_dir: str, kernel_uid: int | None) -> str | None:
+def probe(command: list[str], run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | None:
     """Why kernels cannot be isolated with this bwrap command here (None when they can): runs
     isolation.py's self-test inside it, a fraction of a second once per batch."""
     script = str(Path(__file__).with_name("isolation.py"))
-    test = [sys.executable, script, f"{run_dir}/kernels"]
-    test += [str(kernel_uid)] if kernel_uid is not None else []
+    uid = str(kernel_uid) if kernel_uid is not None else ""
+    test = [sys.executable, script, f"{run_dir}/kernels", uid, *shown]
     try:
         done = subprocess.run([*command, "--", *test], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -32,8 +32,10 @@ from autograder.engine.sandbox import (
     WEAKER,
     SandboxSettings,
     bwrap_command,
+    import_root,
     kernel_environment,
     probe,
+    shown_paths,
 )
 from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
 
@@ -81,7 +83,7 @@ class Zygote:
         command = bwrap_command(self.dir, settings)
         uid = settings.kernel_uid if os.geteuid() == 0 else None
         why = "bubblewrap (bwrap) is not installed" if command is None else None
-        why = why or probe(command, self.dir, uid)
+        why = why or probe(command, self.dir, uid, shown_paths(settings))
         if why and settings.mode == "bwrap":
             raise RuntimeError(f"the sandbox is required but cannot run: {why}")
         return (None, why) if why else (command, None)
@@ -91,9 +93,12 @@ class Zygote:
         uid = settings.kernel_uid if sandbox and os.geteuid() == 0 else None
         config = {"sandboxed": bool(sandbox), "weaker": weaker, "run_dir": self.dir}
         config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
+        config.update(shown=shown_paths(settings) if sandbox else [])
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
             env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
+            root = import_root()
+            env.update({"PYTHONPATH": root} if root else {})
             sandbox = [*sandbox, "--"]
         command = [*sandbox, sys.executable, "-m", "autograder.engine.zygote", self.path]
         command.append(json.dumps(config))
