@@ -13,6 +13,7 @@ from autograder.checks import (
     practice_init,
     practice_memory,
     practice_modules,
+    practice_trusted,
 )
 from autograder.checks.registry import check, grade_ids, has_hidden
 
@@ -31,4 +32,5 @@ __all__ = [
     "practice_init",
     "practice_memory",
     "practice_modules",
+    "practice_trusted",
 ]

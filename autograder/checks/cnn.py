@@ -15,6 +15,7 @@ from autograder.checks.cnn_reference import (
     require_no_hooks,
 )
 from autograder.checks.evidence import built_from
+from autograder.checks.evidence import randint as _randint
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
 from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
@@ -23,11 +24,6 @@ from autograder.models.cnn import make_digit_cnn
 
 FRESH = "On a fresh DigitCNN with new random weights and inputs"
 ON_FRESH = "On a fresh DigitCNN"  # visible checks: hooks left on the notebook's model may be older
-
-
-def _randint(rng: torch.Generator, low: int, high: int) -> int:
-    """A random integer in [low, high], drawn from `rng`."""
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
 
 
 def fresh_case(rng: torch.Generator, batch_max: int = 3):
