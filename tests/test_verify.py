@@ -24,7 +24,7 @@ ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "
 COVERED = {
     "forward_hooks": 16,
     "backward_hooks": 10,
-    "module_apply": 4,
+    "module_apply": 7,
     "cnn_hooks": 6,
     "hooks_in_practice": 12,
 }

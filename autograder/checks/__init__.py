@@ -4,6 +4,7 @@
 from autograder.checks import (
     apply,
     apply_init,
+    apply_trusted,
     backward,
     backward_quiz,
     cnn,
@@ -22,6 +23,7 @@ from autograder.checks.registry import check, grade_ids, has_hidden
 __all__ = [
     "apply",
     "apply_init",
+    "apply_trusted",
     "backward",
     "backward_quiz",
     "check",
