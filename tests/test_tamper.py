@@ -1,8 +1,9 @@
 """Does a submission that tampers with grading get no point it did not earn, and a flag?
 
 Every case of tests/tamper/ (answer files, plus test cells deleted, duplicated or moved in an
-honest notebook) and the honest all_correct control are graded by the engine in one batch; each
-must get exactly its expected score per graded cell and status, and a flag in its message."""
+honest notebook) and the honest all_correct control are graded by the engine in one batch per
+assignment, in one course; each must get exactly its expected score per graded cell and status,
+and a flag in its message."""
 
 import copy
 import tomllib
@@ -17,12 +18,12 @@ from autograder import course, gradebook
 pytestmark = pytest.mark.nbgrader
 
 TAMPER = Path(__file__).parent / "tamper"
-ASSIGNMENT = "backward_hooks"
+ASSIGNMENTS = ["backward_hooks", "hooks_in_practice"]
 EXPECTED = tomllib.loads((TAMPER / "expected.toml").read_text(encoding="utf-8"))
 
 
 def _cases() -> list[str]:
-    return [key.split("/")[1] for key in EXPECTED if key.startswith(f"{ASSIGNMENT}/")]
+    return [key for key in EXPECTED if key.split("/")[0] in ASSIGNMENTS]
 
 
 def _layout_cases(nb) -> dict:
@@ -50,32 +51,37 @@ def graded(tmp_path_factory):
 
     # patched_torch makes one check spin until the cell's timeout.
     root = tmp_path_factory.mktemp("tamper-course")
-    make_course(root, [ASSIGNMENT], config="c.Execute.timeout = 10")
-    correct = course.answered_notebook(
-        submission_answers(ASSIGNMENT, "all_correct"), ASSIGNMENT, root
-    )
-    course.submit(correct, "all_correct", ASSIGNMENT, root)
-    for name, nb in _layout_cases(correct).items():
-        course.submit(nb, name, ASSIGNMENT, root)
-    for path in sorted((TAMPER / ASSIGNMENT).glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        course.submit(course.answered_notebook(text, ASSIGNMENT, root), path.stem, ASSIGNMENT, root)
-    results = {r.student: r for r in Batch(root, ASSIGNMENT, force=True).run(jobs=2)}
-    return results, gradebook.scores(course.gradebook_url(root), ASSIGNMENT)
+    make_course(root, ASSIGNMENTS, config="c.Execute.timeout = 10")
+    results, scores = {}, {}
+    for assignment in ASSIGNMENTS:
+        answers = submission_answers(assignment, "all_correct")
+        correct = course.answered_notebook(answers, assignment, root)
+        course.submit(correct, "all_correct", assignment, root)
+        if assignment == "backward_hooks":
+            for name, nb in _layout_cases(correct).items():
+                course.submit(nb, name, assignment, root)
+        for path in sorted((TAMPER / assignment).glob("*.py")):
+            nb = course.answered_notebook(path.read_text(encoding="utf-8"), assignment, root)
+            course.submit(nb, path.stem, assignment, root)
+        for result in Batch(root, assignment, force=True).run(jobs=2):
+            results[f"{assignment}/{result.student}"] = result
+        for student, cells in gradebook.scores(course.gradebook_url(root), assignment).items():
+            scores[f"{assignment}/{student}"] = cells
+    return results, scores
 
 
 def test_every_case_is_listed():
-    files = {p.stem for p in (TAMPER / ASSIGNMENT).glob("*.py")}
+    files = {f"{p.parent.name}/{p.stem}" for p in TAMPER.glob("*/*.py")}
     assert files <= set(_cases())
 
 
 @pytest.mark.parametrize("case", _cases())
 def test_a_tamper_case_gets_exactly_its_expected_scores_and_a_flag(graded, case):
     results, scores = graded
-    expected = EXPECTED[f"{ASSIGNMENT}/{case}"]
+    expected = EXPECTED[case]
     result = results[case]
     assert result.status == expected["status"], result.message
-    want = {cell: float(expected.get(cell, 0)) for cell in graded_points(ASSIGNMENT)}
+    want = {cell: float(expected.get(cell, 0)) for cell in graded_points(case.split("/")[0])}
     got = {cell.cell: cell.score for cell in scores.get(case, [])}
     assert got == want, result.message
     if expected["flag"]:

@@ -19,9 +19,15 @@ from autograder.checks.trusted import VERIFIERS
 from autograder.engine.scan import scan_source
 from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
 
-ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks"]
+ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "hooks_in_practice"]
 # Test cells with a trusted verifier, per notebook (the table in docs/threat-model.md).
-COVERED = {"forward_hooks": 13, "backward_hooks": 10, "module_apply": 4, "cnn_hooks": 3}
+COVERED = {
+    "forward_hooks": 16,
+    "backward_hooks": 10,
+    "module_apply": 7,
+    "cnn_hooks": 6,
+    "hooks_in_practice": 12,
+}
 
 
 def _is_test(cell) -> bool:

@@ -11,23 +11,17 @@ from autograder.checks.cnn_reference import (
     compare_gradients,
     expected_cam,
     in_check,
-    manual_forward,
     require_no_hooks,
 )
 from autograder.checks.evidence import built_from
+from autograder.checks.evidence import randint as _randint
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
-from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed
 from autograder.models.cnn import make_digit_cnn
 
 FRESH = "On a fresh DigitCNN with new random weights and inputs"
 ON_FRESH = "On a fresh DigitCNN"  # visible checks: hooks left on the notebook's model may be older
-
-
-def _randint(rng: torch.Generator, low: int, high: int) -> int:
-    """A random integer in [low, high], drawn from `rng`."""
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
 
 
 def fresh_case(rng: torch.Generator, batch_max: int = 3):
@@ -39,11 +33,11 @@ def fresh_case(rng: torch.Generator, batch_max: int = 3):
     return model, torch.randn(_randint(rng, 1, batch_max), 1, size, size, generator=rng)
 
 
-def _tensor_dict(got: object, names: list[str], what: str) -> dict:
-    if type(got) is not dict:
-        raise Suspicious(f"{what} is {type(got).__name__}, not a dict")
-    expect_equal(sorted(got), sorted(names), f"the keys of {what}")
-    return got
+def cnn_evidence(model: nn.Module) -> dict:
+    """The notebook's DigitCNN as evidence: its channels, image size and parameters."""
+    channels = [model.block1[0].out_channels, model.block2[0].out_channels]
+    size = 4 * round((model.fc.in_features / channels[1]) ** 0.5)
+    return {"channels": channels, "size": size, "state": dict(model.state_dict())}
 
 
 def call_with_hint(s: Student, what: str, fn, *args):
@@ -77,6 +71,7 @@ def activation_recorder(s: Student) -> str:
     require_no_hooks(fresh, ON_FRESH)
     model, x = s.get("model"), s.get("digit")
     got = s.get("activations")
+    s.record(model=cnn_evidence(model), x=x, names=list(names), activations=got)
     compare_activations(got, list(names), model, x)
     return "`activations` holds every call's output, detached, and no hook is left behind."
 
@@ -94,21 +89,6 @@ def activation_recorder_hidden(s: Student) -> str:
         require_no_hooks(model, FRESH)
         in_check(where, compare_activations, got, names, model, x)
     return "record_activations works on fresh models, inputs and layer names."
-
-
-@verifies("activation_recorder", hidden=True)
-def verify_activation_recorder_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, names in enumerate(ACTIVATION_NAMES):
-        model, x = fresh_case(rng)
-        with torch.no_grad():
-            outputs, _, _ = manual_forward(model, x)
-        got = _tensor_dict(item(evidence, f"activations{trial}"), names, f"trial {trial}")
-        for name in names:
-            items, want = got[name], outputs[name]
-            if type(items) is not list or len(items) != len(want):
-                raise Suspicious(f"trial {trial}: {name!r} does not hold one tensor per call")
-            for index, (entry, expected) in enumerate(zip(items, want, strict=True)):
-                expect_close(entry, expected, f"trial {trial}: {name!r}[{index}]")
 
 
 # ---- gradient_recorder ----
@@ -129,6 +109,7 @@ def gradient_recorder(s: Student) -> str:
     require_no_hooks(fresh, ON_FRESH)
     model, x, target = s.get("model"), s.get("digit"), s.get("target_class")
     got = s.get("gradients")
+    s.record(model=cnn_evidence(model), x=x, names=list(names), target=int(target), gradients=got)
     compare_gradients(got, list(names), model, x, int(target))
     return "`gradients` holds d score / d output for every named layer."
 
@@ -149,19 +130,6 @@ def gradient_recorder_hidden(s: Student) -> str:
     return "record_gradients works on fresh models, inputs, targets and layer names."
 
 
-@verifies("gradient_recorder", hidden=True)
-def verify_gradient_recorder_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, names in enumerate(GRADIENT_NAMES):
-        model, x = fresh_case(rng)
-        target = _randint(rng, 0, 9)
-        outputs, _, logits = manual_forward(model, x)
-        wanted = [outputs[name][0] for name in names]
-        grads = torch.autograd.grad(logits[:, target].sum(), wanted)
-        got = _tensor_dict(item(evidence, f"gradients{trial}"), names, f"trial {trial}")
-        for name, want in zip(names, grads, strict=True):
-            expect_close(got[name], want, f"trial {trial}: the gradient of {name!r}")
-
-
 # ---- grad_cam ----
 
 
@@ -179,6 +147,7 @@ def grad_cam(s: Student) -> str:
     require_no_hooks(fresh, ON_FRESH)
     model, x, class_index = s.get("model"), s.get("digit"), s.get("predicted_class")
     got = s.get("cam")
+    s.record(model=cnn_evidence(model), x=x, class_index=int(class_index), cam=got)
     compare_cam(got, model, "block2", x, int(class_index))
     return "`cam` is the Grad-CAM map of the predicted class."
 
@@ -207,12 +176,3 @@ def grad_cam_hidden(s: Student) -> str:
         require_no_hooks(model, FRESH)
         in_check(where, compare_cam, got, model, layer, x, class_index)
     return "grad_cam gives the right map on fresh models, inputs, layers and classes."
-
-
-@verifies("grad_cam", hidden=True)
-def verify_grad_cam_hidden(rng: torch.Generator, evidence: dict) -> None:
-    cases = _cam_cases(rng)
-    if not cases:
-        raise Suspicious("no case to verify")
-    for trial, (*_, cam) in enumerate(cases):
-        expect_close(item(evidence, f"cam{trial}"), cam, f"the map of trial {trial}")

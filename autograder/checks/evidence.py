@@ -86,6 +86,16 @@ def random_pairs(rng: torch.Generator, shapes: list[tuple[int, ...]]):
     return [(torch.rand(s, generator=rng), torch.rand(s, generator=rng)) for s in shapes]
 
 
+def randint(rng: torch.Generator, low: int, high: int) -> int:
+    """A random integer in [low, high], drawn from `rng`."""
+    return int(torch.randint(low, high + 1, (1,), generator=rng))
+
+
+def uniform(rng: torch.Generator, low: float, high: float) -> float:
+    """A random float in [low, high), drawn from `rng`."""
+    return low + (high - low) * float(torch.rand((), generator=rng, dtype=torch.float64))
+
+
 def built_from(rng: torch.Generator, factory: Callable[..., T], *args: Any) -> T:
     """`factory(*args)` with torch's global generator seeded from `rng`, so the verifier can
     build the same model (its random initial weights) again; the caller's RNG state is kept."""

@@ -8,7 +8,6 @@ import torch
 from autograder.checks.evidence import built_from, random_pairs
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
-from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
 from autograder.feedback import CheckFailed, describe
 from autograder.models.forward import make_add, make_double, make_mlp, make_probe_add
 from autograder.tolerances import close
@@ -54,14 +53,6 @@ def pre_hook_replace(s: Student) -> str:
     return "the pre-hook doubles x1 before forward runs."
 
 
-@verifies("pre_hook_replace")
-def verify_pre_hook_replace(rng: torch.Generator, evidence: dict) -> None:
-    x1, x2 = item(evidence, "x1"), item(evidence, "x2")
-    expect_close(x1, x1, "x1")
-    expect_close(x2, x2, "x2")
-    expect_close(item(evidence, "output"), 2 * x1 + x2, "output")
-
-
 REPLACE_SHAPES = [(1,), (3,)]
 
 
@@ -76,12 +67,6 @@ def pre_hook_replace_hidden(s: Student) -> str:
                 f"got {describe(got)}."
             )
     return "double_x1 works on fresh modules and inputs."
-
-
-@verifies("pre_hook_replace", hidden=True)
-def verify_pre_hook_replace_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, (x1, x2) in enumerate(random_pairs(rng, REPLACE_SHAPES)):
-        expect_close(item(evidence, f"output{trial}"), 2 * x1 + x2, f"output of trial {trial}")
 
 
 def _effect_hooks():
@@ -183,20 +168,14 @@ def remove_handle_hidden(s: Student) -> str:
     return "capture_output works on fresh modules and inputs, and leaves no hook behind."
 
 
-def _capture_verifier(hidden: bool):
-    # Proves the captured values; that a hook did it and was removed is judged in the kernel.
-    def verify(rng: torch.Generator, evidence: dict) -> None:
-        for trial, (x1, x2) in enumerate(random_pairs(rng, CAPTURE_SHAPES[hidden])):
-            expect_close(item(evidence, f"output{trial}"), x1 + x2, f"output of trial {trial}")
-
-    return verify
-
-
-for _hidden in (False, True):
-    verifies("remove_handle", hidden=_hidden, independent=True)(_capture_verifier(_hidden))
-
-
-def _check_probe(s: Student, probe: torch.nn.Module, x: torch.Tensor) -> None:
+def _check_probe(s: Student, probe: torch.nn.Module, x: torch.Tensor, params=None) -> None:
+    linear = getattr(probe, "linear", None)
+    if params is not None and isinstance(linear, torch.nn.Linear):
+        # Weights from the check's generator: the verifier knows the expected output then.
+        with torch.no_grad():
+            for target, value in zip((linear.weight, linear.bias), params, strict=True):
+                if isinstance(target, torch.Tensor) and target.shape == value.shape:
+                    target.copy_(value)
     s.call("probe(x)", probe, x)
     linear = getattr(probe, "linear", None)
     if not isinstance(linear, torch.nn.Linear):
@@ -221,6 +200,9 @@ def _check_probe(s: Student, probe: torch.nn.Module, x: torch.Tensor) -> None:
 def method_hook(s: Student) -> str:
     s.call("Probe()", s.get("Probe"))  # surfaces a stub before the notebook's state is read
     probe, x = s.get("probe"), s.get("x")
+    linear = getattr(probe, "linear", None)
+    s.record(x=x, output=getattr(probe, "last_output", None))
+    s.record(weight=getattr(linear, "weight", None), bias=getattr(linear, "bias", None))
     _check_probe(s, probe, x)
     return "save_output is a method registered in __init__ and stores the layer's output."
 
@@ -229,11 +211,25 @@ def method_hook(s: Student) -> str:
 def method_hook_hidden(s: Student) -> str:
     probe_class = s.get("Probe")
     first, second = s.call("Probe()", probe_class), s.call("Probe()", probe_class)
-    _check_probe(s, first, torch.rand(3, 4))
-    _check_probe(s, second, torch.rand(5, 4))
+    cases = zip((first, second), probe_cases(s.rng), strict=True)
+    for trial, (probe, (weight, bias, x)) in enumerate(cases):
+        _check_probe(s, probe, x, (weight, bias))
+        s.record(**{f"output{trial}": probe.last_output})
     if first.last_output.shape == second.last_output.shape:
         raise CheckFailed("two Probe instances share their stored output; store it on self.")
     return "each new Probe records its own layer output."
+
+
+def probe_cases(rng: torch.Generator) -> list[tuple[torch.Tensor, ...]]:
+    """(weight, bias, x) for the hidden check's two Probes: batches of 3 and 5 rows."""
+    return [
+        (
+            torch.randn(2, 4, generator=rng),
+            torch.randn(2, generator=rng),
+            torch.rand(rows, 4, generator=rng),
+        )
+        for rows in (3, 5)
+    ]
 
 
 def _fire_count() -> int:
@@ -298,8 +294,14 @@ def _compare_report(got: object, expected: dict) -> None:
 @register("mlp_report")
 def mlp_report(s: Student) -> str:
     _report_on(s, make_mlp(), torch.rand(100))
-    net, x = s.get("net"), s.get("x")
-    _compare_report(s.get("report"), _expected_report(net, x))
+    net, x, report = s.get("net"), s.get("x"), s.get("report")
+    layers = {
+        f"{name}.{p}": getattr(getattr(net, name, None), p, None)
+        for name in ("fc1", "fc2")
+        for p in ("weight", "bias")
+    }
+    s.record(x=x, report=report, layers=layers)
+    _compare_report(report, _expected_report(net, x))
     return "the report gives fc2's input and output types, sizes and the output norm."
 
 
@@ -321,23 +323,6 @@ def mlp_report_hidden(s: Student) -> str:
         s.record(**{f"report{trial}": report})
         _compare_report(report, _expected_report(net, x))
     return "fc2_report works on fresh networks of other sizes and batch shapes."
-
-
-@verifies("mlp_report", hidden=True)
-def verify_mlp_report_hidden(rng: torch.Generator, evidence: dict) -> None:
-    for trial, (net, x) in enumerate(_report_trials(rng)):
-        got, what = item(evidence, f"report{trial}"), f"the report of trial {trial}"
-        if type(got) is not dict:
-            raise Suspicious(f"{what} is {type(got).__name__}, not a dict")
-        for key, want in _expected_report(net, x).items():
-            value = item(got, key)
-            if isinstance(want, torch.Tensor):
-                value = torch.tensor(value) if type(value) is float else value
-                expect_close(value, want, f"{what}[{key!r}]")
-            elif isinstance(want, type):
-                expect_equal(value, f"<type {want.__module__}.{want.__qualname__}>", key)
-            else:
-                expect_equal(value, list(want), f"{what}[{key!r}]")
 
 
 def _buggy(module, output):  # seed 000's hook, kept here as the check's experiment
@@ -386,24 +371,3 @@ def find_the_bug(s: Student) -> str:
         _working_fix(),
         "Only one of the options makes add(x1, x2) run: try each one in the demo cell.",
     )
-
-
-# The quizzes' answers are compared with what torch does, run again by the verifier.
-QUIZZES = {
-    "hook_effects": {"changes_output": _actual_effects},
-    "hook_order": {"predicted_order": _actual_order},
-    "forward_bypass": {"fire_count": _fire_count},
-    "find_the_bug": {"bug_exception": lambda: _outcome(_buggy), "bug_fix": _working_fix},
-}
-
-
-def _quiz_verifier(answers: dict):
-    def verify(rng: torch.Generator, evidence: dict) -> None:
-        for name, actual in answers.items():
-            expect_equal(item(evidence, name), actual(), name)
-
-    return verify
-
-
-for _grade_id, _answers in QUIZZES.items():
-    verifies(_grade_id, independent=True)(_quiz_verifier(_answers))

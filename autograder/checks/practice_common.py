@@ -3,27 +3,32 @@ messages about hooks left behind."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.checks.evidence import randint
 from autograder.feedback import CheckFailed, NotDoneYet
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
-def random_sizes() -> tuple[int, ...]:
+def random_sizes(rng: torch.Generator) -> tuple[int, ...]:
     """Layer sizes of a fresh MLP: 2 to 4 hidden layers, unlike the notebook's."""
-    hidden = [random.randint(8, 24) for _ in range(random.randint(2, 4))]
-    return (random.randint(5, 12), *hidden, random.randint(2, 4))
+    hidden = [randint(rng, 8, 24) for _ in range(randint(rng, 2, 4))]
+    return (randint(rng, 5, 12), *hidden, randint(rng, 2, 4))
 
 
 def sizes_of(model: nn.Module) -> tuple[int, ...]:
     linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
     return (linears[0].in_features, *(m.out_features for m in linears))
+
+
+def mlp_evidence(model: nn.Module) -> dict[str, object]:
+    """A notebook MLP as evidence: its layer sizes and parameters (practice_trusted rebuilds it)."""
+    return {"sizes": list(sizes_of(model)), "state": dict(model.state_dict())}
 
 
 def hook_free_outputs(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:

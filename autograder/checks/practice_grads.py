@@ -3,14 +3,20 @@ hooks, and an optimizer step inside backward with post-accumulate-grad hooks."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.practice_common import handles_of, in_check, random_sizes, sizes_of
+from autograder.checks.evidence import built_from, randint, uniform
+from autograder.checks.practice_common import (
+    handles_of,
+    in_check,
+    mlp_evidence,
+    random_sizes,
+    sizes_of,
+)
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
 from autograder.feedback import CheckFailed, NotDoneYet
@@ -20,11 +26,25 @@ from autograder.tolerances import close
 FRESH = "On a fresh MLP with random sizes, weights and data"
 
 
-def fresh_case(batches: int = 1) -> tuple[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]:
-    model = make_mlp(random_sizes())
-    n_in, n_out = model.layers[0].in_features, model.layers[-1].out_features
-    rows = random.randint(4, 10)
-    return model, [(torch.randn(rows, n_in), torch.randn(rows, n_out)) for _ in range(batches)]
+def fresh_case(
+    rng: torch.Generator, batches: int = 1
+) -> tuple[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """A fresh MLP and `batches` (x, y) pairs, all drawn from `rng`."""
+    sizes = random_sizes(rng)
+    model = built_from(rng, make_mlp, sizes)
+    rows = randint(rng, 4, 10)
+    return model, [
+        (torch.randn(rows, sizes[0], generator=rng), torch.randn(rows, sizes[-1], generator=rng))
+        for _ in range(batches)
+    ]
+
+
+def grads_of(model: nn.Module) -> dict[str, torch.Tensor | None]:
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+def params_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach() for name, p in model.named_parameters()}
 
 
 def copy_of(model: nn.Module, state: dict[str, torch.Tensor] | None = None) -> nn.Module:
@@ -55,7 +75,9 @@ IN_PLACE = (
 )
 
 
-def _judge_clipping(s: Student, model: nn.Module, x: torch.Tensor, y: torch.Tensor, clip: float):
+def _judge_clipping(s: Student, trial: str, rng: torch.Generator) -> None:
+    model, [(x, y)] = fresh_case(rng)
+    clip = clip_below_every_max(rng, model, x, y)
     fn = s.function("add_grad_clipping")
     require_arity(fn, "add_grad_clipping", "add_grad_clipping(model, clip_value)", 2)
     ref = reference_grads(model, x, y)
@@ -77,6 +99,7 @@ def _judge_clipping(s: Student, model: nn.Module, x: torch.Tensor, y: torch.Tens
         handle.remove()
     if any(not torch.equal(grad, before) for grad, before in seen.values()):
         raise CheckFailed(IN_PLACE)
+    s.record(**{f"grads{trial}": grads_of(model)})
     _judge_clipped(params, ref, clip)
     for handle in handles:
         handle.remove()
@@ -116,30 +139,29 @@ def _judge_clipped(params: dict[str, nn.Parameter], ref: dict[str, torch.Tensor]
     )
 
 
-def clip_below_every_max(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+def clip_below_every_max(rng: torch.Generator, model: nn.Module, x, y) -> float:
     """A clip value below the largest |gradient| of every parameter, so that each parameter has
     entries to clip and a parameter without the hook always shows."""
     largest = min(g.abs().max().item() for g in reference_grads(model, x, y).values())
-    return largest * random.uniform(0.3, 0.9)
+    return largest * uniform(rng, 0.3, 0.9)
 
 
 @register("grad_clip_hook")
 def grad_clip_hook(s: Student) -> str:
-    model, [(x, y)] = fresh_case()
-    in_check(FRESH, _judge_clipping, s, model, x, y, clip_below_every_max(model, x, y))
-    clip_model, clip = s.get("clip_model"), s.get("clip_value")
-    ref = reference_grads(clip_model, s.get("x"), s.get("y"))
+    in_check(FRESH, _judge_clipping, s, "_fresh", s.rng)
+    clip_model, clip, x, y = s.get("clip_model"), s.get("clip_value"), s.get("x"), s.get("y")
+    ref = reference_grads(clip_model, x, y)
     if any(p.grad is None for p in clip_model.parameters()):
         raise NotDoneYet("clip_model has no gradients yet: run the cell that calls backward().")
+    s.record(model=mlp_evidence(clip_model), x=x, y=y, clip_value=clip, grads=grads_of(clip_model))
     in_check("In the notebook", _judge_clipped, dict(clip_model.named_parameters()), ref, clip)
     return "every parameter's gradient is clipped by a hook, and the hooks can be removed."
 
 
 @register("grad_clip_hook", hidden=True)
 def grad_clip_hook_hidden(s: Student) -> str:
-    for _ in range(3):
-        model, [(x, y)] = fresh_case()
-        in_check(FRESH, _judge_clipping, s, model, x, y, clip_below_every_max(model, x, y))
+    for trial in range(3):
+        in_check(FRESH, _judge_clipping, s, str(trial), s.rng)
     return "add_grad_clipping clips every gradient on fresh models, data and clip values."
 
 
@@ -147,6 +169,10 @@ def grad_clip_hook_hidden(s: Student) -> str:
 
 Factory = Callable[..., torch.optim.Optimizer]
 PROBE_LR = 0.1
+FACTORIES: dict[str, Factory] = {
+    "SGD with momentum": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9),
+    "Adam": lambda params: torch.optim.Adam(params, lr=0.01),
+}
 
 
 def plain_steps(model: nn.Module, state, make_optimizer: Factory, batches) -> list[dict]:
@@ -179,11 +205,12 @@ def _attach(s: Student, model: nn.Module, make_optimizer: Factory) -> list[objec
 
 def _judge_probe(s: Student) -> None:
     """One backward with plain SGD: did every parameter take exactly one step, grad freed?"""
-    model, [(x, y)] = fresh_case()
+    model, [(x, y)] = fresh_case(s.rng)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     ref = reference_grads(model, x, y)
     _attach(s, model, lambda params: torch.optim.SGD(params, lr=PROBE_LR))
     backward(s, model, x, y, "post-accumulate-grad hooks")
+    s.record(probe=params_of(model))
     moves = {}
     for name, p in model.named_parameters():
         step = -PROBE_LR * ref[name]
@@ -216,12 +243,13 @@ def _judge_probe(s: Student) -> None:
 
 
 def _judge_steps(s: Student, make_optimizer: Factory, name: str) -> None:
-    model, batches = fresh_case(batches=3)
+    model, batches = fresh_case(s.rng, batches=3)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     handles = _attach(s, model, make_optimizer)
     expected = plain_steps(model, state, make_optimizer, batches)
     for step, (x, y) in enumerate(batches):
         backward(s, model, x, y, "post-accumulate-grad hooks")
+        s.record(**{f"{name}{step}": params_of(model)})
         wrong = [n for n, p in model.named_parameters() if not close(p, expected[step][n])]
         if wrong:
             raise CheckFailed(
@@ -241,9 +269,12 @@ def _judge_steps(s: Student, make_optimizer: Factory, name: str) -> None:
 
 
 def _judge_notebook(s: Student) -> None:
-    model, state = s.get("opt_model"), s.get("initial_state")
-    batches = [(s.get("x"), s.get("y"))] * int(s.get("steps"))
-    expected = plain_steps(model, state, s.get("make_sgd"), batches)[-1]
+    model, state, make_sgd = s.get("opt_model"), s.get("initial_state"), s.get("make_sgd")
+    x, y, steps = s.get("x"), s.get("y"), int(s.get("steps"))
+    expected = plain_steps(model, state, make_sgd, [(x, y)] * steps)[-1]
+    made = s.call("make_sgd(params)", make_sgd, [nn.Parameter(torch.zeros(1))])
+    s.record(sizes=list(sizes_of(model)), initial_state=dict(state), x=x, y=y, steps=steps)
+    s.record(optimizer=type(made).__name__, defaults=dict(made.defaults), params=params_of(model))
     wrong = [n for n, p in model.named_parameters() if not close(p, expected[n])]
     if not wrong:
         return
@@ -270,10 +301,6 @@ def optimizer_in_backward(s: Student) -> str:
 @register("optimizer_in_backward", hidden=True)
 def optimizer_in_backward_hidden(s: Student) -> str:
     in_check(FRESH, _judge_probe, s)
-    factories = {
-        "SGD with momentum": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9),
-        "Adam": lambda params: torch.optim.Adam(params, lr=0.01),
-    }
-    for name, factory in factories.items():
+    for name, factory in FACTORIES.items():
         in_check(FRESH, _judge_steps, s, factory, name)
     return "the in-backward steps match normal SGD-with-momentum and Adam loops on fresh models."

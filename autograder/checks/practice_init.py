@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import math
-import random
 
 import torch
 from torch import nn
 
 from autograder.checks.apply_runner import _checker_classes
+from autograder.checks.evidence import built_from, randint
 from autograder.checks.practice_common import in_check
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
@@ -131,24 +131,60 @@ def _run_init(s: Student, model: nn.Module) -> None:
         s.call("init_gpt(model)", fn, model)
 
 
-def _fresh(n_layer: int, dim: int, vocab: int) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+def _trained_gpt(n_layer: int, dim: int, vocab: int) -> nn.Module:
     model = make_tiny_gpt(n_layer, dim, vocab)
-    return model, pretend_trained(model)
+    pretend_trained(model)
+    return model
+
+
+def fresh_cases(rng: torch.Generator, hidden: bool) -> list[tuple[nn.Module, dict]]:
+    """The 'trained' TinyGPTs a check initialises, and their parameters before, from `rng`."""
+    if hidden:
+        depths = [(1, 3, 4)[i] for i in torch.randperm(3, generator=rng)[:2].tolist()]
+        configs = [(n, (64, 80)[randint(rng, 0, 1)], (96, 128)[randint(rng, 0, 1)]) for n in depths]
+    else:
+        configs = [(2, 64, 128)]
+    cases = []
+    for config in configs:
+        model = built_from(rng, _trained_gpt, *config)
+        cases.append((model, {name: p.detach().clone() for name, p in model.named_parameters()}))
+    return cases
+
+
+SAMPLE = 2048  # values kept as evidence per parameter: a whole GPT would exceed the output cap
+
+
+def sample(tensor: torch.Tensor) -> torch.Tensor:
+    """At most SAMPLE values of `tensor`, evenly spaced through it (the verifier's statistics)."""
+    flat = tensor.detach().flatten()
+    return flat[:: max(1, flat.numel() // SAMPLE)][:SAMPLE]
+
+
+def gpt_evidence(model: nn.Module) -> dict[str, object]:
+    """The configuration of a TinyGPT and a sample of each parameter, by name."""
+    vocab, dim = model.wte.weight.shape
+    return {
+        "config": [int(model.n_layer), int(dim), int(vocab), int(model.wpe.weight.shape[0])],
+        "samples": {name: sample(p) for name, p in model.named_parameters()},
+    }
 
 
 @register("init_weights")
 def init_weights(s: Student) -> str:
-    model, before = _fresh(2, 64, 128)
+    [(model, before)] = fresh_cases(s.rng, hidden=False)
     _run_init(s, model)
+    s.record(fresh0=gpt_evidence(model))
     in_check(FRESH, judge_init, model, before)
-    in_check("In the notebook, gpt", judge_init, s.get("gpt"), None)
+    gpt = s.get("gpt")
+    s.record(gpt=gpt_evidence(gpt))
+    in_check("In the notebook, gpt", judge_init, gpt, None)
     return "GPT-2 initialisation: 0.02 everywhere, c_proj scaled, LayerNorm reset, biases 0."
 
 
 @register("init_weights", hidden=True)
 def init_weights_hidden(s: Student) -> str:
-    for n_layer in random.sample([1, 3, 4], 2):
-        model, before = _fresh(n_layer, random.choice([64, 80]), random.choice([96, 128]))
+    for trial, (model, before) in enumerate(fresh_cases(s.rng, hidden=True)):
         _run_init(s, model)
-        in_check(f"{FRESH} with n_layer={n_layer}", judge_init, model, before)
+        s.record(**{f"fresh{trial}": gpt_evidence(model)})
+        in_check(f"{FRESH} with n_layer={model.n_layer}", judge_init, model, before)
     return "init_gpt initialises fresh TinyGPTs of other depths and widths."

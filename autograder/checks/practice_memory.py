@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import numbers
-import random
 import weakref
 from collections.abc import Iterator
 
 import torch
 from torch import nn
 
+from autograder.checks.evidence import built_from, randint
 from autograder.checks.practice_common import (
     hook_free_outputs,
     in_check,
@@ -75,12 +75,15 @@ def kept_alive(stored: list[torch.Tensor], boxes: list[weakref.ref], *, collect:
 
 
 KINDS = ("detached views", "with their graphs", "detached")
+VISIBLE_KINDS, HIDDEN_KINDS = KINDS[:2], KINDS + KINDS
+RECORD_TRIALS = {False: 1, True: 2}  # visible, hidden
 
 
-def _stored_case(kind: str) -> tuple[list[torch.Tensor], list[weakref.ref]]:
+def stored_case(rng: torch.Generator, kind: str) -> tuple[list[torch.Tensor], list[weakref.ref]]:
     """Model outputs a careless or a careful recorder might store, made under watch_saved."""
-    model = make_mlp(random_sizes())
-    batches = [torch.randn(random.randint(3, 8), model.layers[0].in_features) for _ in range(3)]
+    sizes = random_sizes(rng)
+    model = built_from(rng, make_mlp, sizes)
+    batches = [torch.randn(randint(rng, 3, 8), sizes[0], generator=rng) for _ in range(3)]
     stored = []
     with watch_saved() as boxes:
         for x in batches:
@@ -93,11 +96,12 @@ def _stored_case(kind: str) -> tuple[list[torch.Tensor], list[weakref.ref]]:
     return stored, boxes
 
 
-def _judge_bytes(s: Student, kind: str) -> None:
+def _judge_bytes(s: Student, kind: str, key: str) -> None:
     fn = s.function("bytes_kept_alive")
     require_arity(fn, "bytes_kept_alive", "bytes_kept_alive(tensors)", 1)
-    stored, boxes = _stored_case(kind)
+    stored, boxes = stored_case(s.rng, kind)
     got = s.call("bytes_kept_alive(tensors)", fn, list(stored))
+    s.record(**{f"bytes{key}": got})
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if not isinstance(got, numbers.Real) or isinstance(got, bool):
@@ -133,9 +137,11 @@ def _record(s: Student, model: nn.Module, name: str, batches: list[torch.Tensor]
     return s.call("record_layer(model, layer_name, batches)", fn, model, name, batches)
 
 
-def _judge_record(s: Student, model: nn.Module, name: str, batches: list[torch.Tensor]) -> None:
+def _judge_record(s: Student, key: str) -> None:
+    model, name, batches = record_case(s.rng)
     with watch_saved() as boxes:
         got = _record(s, model, name, batches)
+    s.record(**{f"recorded{key}": got})
     require_no_module_hooks(model, FRESH, "record_layer")
     expected = [hook_free_outputs(model, x)[name] for x in batches]
     if not isinstance(got, list) or len(got) != len(expected):
@@ -164,18 +170,18 @@ def _judge_record(s: Student, model: nn.Module, name: str, batches: list[torch.T
         )
 
 
-def _fresh_record_case() -> tuple[nn.Module, str, list[torch.Tensor]]:
-    model = make_mlp(random_sizes())
-    names = [f"layers.{i}" for i in range(len(model.layers) - 1)]
-    batches = [torch.randn(random.randint(2, 6), model.layers[0].in_features) for _ in range(3)]
-    return model, random.choice(names), batches
+def record_case(rng: torch.Generator) -> tuple[nn.Module, str, list[torch.Tensor]]:
+    sizes = random_sizes(rng)
+    model = built_from(rng, make_mlp, sizes)
+    batches = [torch.randn(randint(rng, 2, 6), sizes[0], generator=rng) for _ in range(3)]
+    return model, f"layers.{randint(rng, 0, len(model.layers) - 2)}", batches
 
 
 @register("activation_memory")
 def activation_memory(s: Student) -> str:
-    for kind in KINDS[:2]:
-        in_check(FRESH, _judge_bytes, s, kind)
-    in_check(FRESH, _judge_record, s, *_fresh_record_case())
+    for trial, kind in enumerate(VISIBLE_KINDS):
+        in_check(FRESH, _judge_bytes, s, kind, str(trial))
+    in_check(FRESH, _judge_record, s, "0")
     recorded = s.get("recorded")
     if not isinstance(recorded, list) or any(
         t.grad_fn is not None for t in recorded if isinstance(t, torch.Tensor)
@@ -186,8 +192,8 @@ def activation_memory(s: Student) -> str:
 
 @register("activation_memory", hidden=True)
 def activation_memory_hidden(s: Student) -> str:
-    for kind in KINDS + KINDS:
-        in_check(FRESH, _judge_bytes, s, kind)
-    for _ in range(2):
-        in_check(FRESH, _judge_record, s, *_fresh_record_case())
+    for trial, kind in enumerate(HIDDEN_KINDS):
+        in_check(FRESH, _judge_bytes, s, kind, str(trial))
+    for trial in range(RECORD_TRIALS[True]):
+        in_check(FRESH, _judge_record, s, str(trial))
     return "both functions are right on fresh models, batches and layers."

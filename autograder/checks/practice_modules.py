@@ -3,15 +3,15 @@ call tracer that sees keyword arguments and still runs when forward raises."""
 
 from __future__ import annotations
 
-import random
-
 import torch
 from torch import nn
 
+from autograder.checks.evidence import built_from, randint, uniform
 from autograder.checks.practice_common import (
     handles_of,
     hook_free_outputs,
     in_check,
+    mlp_evidence,
     module_hooks_left,
     random_sizes,
     require_no_module_hooks,
@@ -96,30 +96,39 @@ def _run_stats(s: Student, model: nn.Module, x: torch.Tensor) -> object:
     return s.call("relu_stats(model, x)", fn, model, x)
 
 
-def _fresh_dead_mlp() -> tuple[nn.Module, torch.Tensor]:
-    """A fresh MLP whose hidden biases are pushed down, so some of its units die on the batch."""
-    model = make_mlp(random_sizes())
+def _dead_mlp(sizes: tuple[int, ...], shift: float) -> nn.Module:
+    model = make_mlp(sizes)
     with torch.no_grad():
         for layer in model.layers:
             if isinstance(layer, nn.Linear):
-                layer.bias.sub_(random.uniform(0.2, 1.0))
-    return model, torch.randn(random.randint(6, 12), model.layers[0].in_features)
+                layer.bias.sub_(shift)
+    return model
+
+
+def fresh_dead_mlp(rng: torch.Generator) -> tuple[nn.Module, torch.Tensor]:
+    """A fresh MLP whose hidden biases are pushed down, so some of its units die on the batch."""
+    sizes = random_sizes(rng)
+    model = built_from(rng, _dead_mlp, sizes, uniform(rng, 0.2, 1.0))
+    return model, torch.randn(randint(rng, 6, 12), sizes[0], generator=rng)
 
 
 @register("dead_relu_stats")
 def dead_relu_stats(s: Student) -> str:
-    fresh, x = _fresh_dead_mlp()
+    fresh, x = fresh_dead_mlp(s.rng)
     _run_stats(s, fresh, x)
     require_no_module_hooks(fresh, FRESH_MLP, "relu_stats")
-    _judge_stats(s.get("stats"), s.get("model"), s.get("x"))
+    model, x, stats = s.get("model"), s.get("x"), s.get("stats")
+    s.record(model=mlp_evidence(model), x=x, stats=stats)
+    _judge_stats(stats, model, x)
     return "`stats` holds the dead fraction of every ReLU, and no hook is left behind."
 
 
 @register("dead_relu_stats", hidden=True)
 def dead_relu_stats_hidden(s: Student) -> str:
-    for _ in range(3):
-        model, x = _fresh_dead_mlp()
+    for trial in range(3):
+        model, x = fresh_dead_mlp(s.rng)
         got = in_check(FRESH_MLP, _run_stats, s, model, x)
+        s.record(**{f"stats{trial}": got})
         require_no_module_hooks(model, FRESH_MLP, "relu_stats")
         in_check(FRESH_MLP, _judge_stats, got, model, x)
     return "relu_stats measures dead units on fresh models and batches."
@@ -153,14 +162,25 @@ def expected_entries(reference: nn.Module, x: torch.Tensor, calls: list[dict]) -
     return log
 
 
-def _script(dim: int, rows: int) -> list[dict]:
+def _script(rng: torch.Generator, dim: int, rows: int) -> list[dict]:
     """Keyword arguments of the calls to make; the mask of one has the wrong shape."""
-    mask, bad = torch.rand(rows, dim), torch.rand(rows, dim + 1)
+    mask, bad = torch.rand(rows, dim, generator=rng), torch.rand(rows, dim + 1, generator=rng)
     calls = [{}, {"mask": mask}, {"mask": mask, "scale": 0.5}]
-    random.shuffle(calls)
-    calls.insert(random.randint(1, len(calls)), {"mask": bad})
+    calls = [calls[i] for i in torch.randperm(len(calls), generator=rng).tolist()]
+    calls.insert(randint(rng, 1, len(calls)), {"mask": bad})
     calls.append({"scale": 2.0})
     return calls
+
+
+def block_case(rng: torch.Generator) -> tuple[nn.Module, list[dict], torch.Tensor]:
+    """A fresh Block, the calls to make on it and its input, all drawn from `rng`."""
+    dim, rows = randint(rng, 3, 10), randint(rng, 1, 5)
+    block = built_from(rng, make_block, dim)
+    return block, _script(rng, dim, rows), torch.randn(rows, dim, generator=rng)
+
+
+def block_evidence(block: nn.Module) -> dict[str, object]:
+    return {"dim": block.proj.in_features, "state": dict(block.state_dict())}
 
 
 def hook_free_copy(block: nn.Module) -> nn.Module:
@@ -208,8 +228,9 @@ def _trace(s: Student, block: nn.Module, calls: list[dict], x: torch.Tensor):
     return log, handles, outputs
 
 
-def _judge_trace(s: Student, block: nn.Module, calls: list[dict], x: torch.Tensor) -> None:
+def _judge_trace(s: Student, block: nn.Module, calls: list[dict], x: torch.Tensor, key: str):
     log, handles, outputs = _trace(s, block, calls, x)
+    s.record(**{f"log{key}": log, f"outputs{key}": outputs})
     reference = hook_free_copy(block)
     for kwargs, out in zip(calls, outputs, strict=True):
         if out is not None and not torch.equal(out, reference(x, **kwargs)):
@@ -276,10 +297,10 @@ def _trace_message(log: list, expected: list, block: nn.Module) -> str:
 
 @register("kwargs_always_call")
 def kwargs_always_call(s: Student) -> str:
-    dim, rows = 8, 4
-    _judge_trace(s, make_block(dim), _script(dim, rows), torch.randn(rows, dim))
-    block, log = s.get("block"), s.get("log")
-    expected = expected_entries(hook_free_copy(block), s.get("x_block"), s.get("calls"))
+    _judge_trace(s, *block_case(s.rng), "_fresh")
+    block, log, x, calls = s.get("block"), s.get("log"), s.get("x_block"), s.get("calls")
+    s.record(block=block_evidence(block), x_block=x, calls=calls, log=log)
+    expected = expected_entries(hook_free_copy(block), x, calls)
     if not same_log(log, expected):
         raise CheckFailed("in the notebook, " + _trace_message(log, expected, block))
     return "`log` has an enter and an exit entry for every call, with the keywords, errors too."
@@ -287,8 +308,6 @@ def kwargs_always_call(s: Student) -> str:
 
 @register("kwargs_always_call", hidden=True)
 def kwargs_always_call_hidden(s: Student) -> str:
-    for _ in range(3):
-        dim, rows = random.randint(3, 10), random.randint(1, 5)
-        block, x = make_block(dim), torch.randn(rows, dim)
-        in_check(FRESH_BLOCK, _judge_trace, s, block, _script(dim, rows), x)
+    for trial in range(3):
+        in_check(FRESH_BLOCK, _judge_trace, s, *block_case(s.rng), str(trial))
     return "trace_calls traces keyword calls and failing calls on fresh blocks."
