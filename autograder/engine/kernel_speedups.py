@@ -13,6 +13,10 @@ its kernel spends. Three repeats are removed:
 * `inspect.getmodule` scans all of sys.modules (~3000 entries) for every frame whose file is a
   notebook cell, which no module has. The scan only registers modules imported since the last
   one, so when none were, the scan is skipped; the answer is the same.
+* matplotlib draws every changed figure after each cell (pyplot's post-execute hook), and the
+  inline backend's hook right after draws each figure again to show it, then closes it. When
+  that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
+  is drawn from scratch either way (tests/test_kernel_speedups.py compares the PNG bytes).
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ def _reuse_highlighting() -> None:
 
 def _skip_unneeded_module_scans() -> None:
     original = inspect.getmodule
-    misses: set[tuple[str, int, str]] = set()  # (file, len(sys.modules), last module) not found
+    scanned: list[tuple[int, str] | None] = [None]  # sys.modules (size, last) at the last scan
 
     def getmodule(object, _filename=None):
         if inspect.ismodule(object) or hasattr(object, "__module__"):
@@ -106,12 +110,13 @@ def _skip_unneeded_module_scans() -> None:
         except (TypeError, FileNotFoundError):
             return None
         modules = sys.modules
-        state = (file, len(modules), next(reversed(modules)))
-        if file in inspect.modulesbyfile or state not in misses:
+        state = (len(modules), next(reversed(modules)))
+        if file in inspect.modulesbyfile or state != scanned[0]:
             found = original(object, _filename)
-            if file not in inspect.modulesbyfile:
-                misses.add((file, len(modules), next(reversed(modules))))
+            scanned[0] = (len(modules), next(reversed(modules)))
             return found
+        # No module was imported since the last scan, which registered every module's file:
+        # this file (a notebook cell's) is no module's.
         return _main_or_builtin(object)
 
     inspect.getmodule = getmodule
@@ -125,6 +130,36 @@ def _main_or_builtin(object: Any) -> Any:
         if hasattr(module, object.__name__) and getattr(module, object.__name__) is object:
             return module
     return None
+
+
+def skip_drawing_before_inline_flush() -> None:
+    """Call after importing matplotlib.pyplot, before a kernel registers its hooks."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None or getattr(pyplot._draw_all_if_interactive, "hooklab", False):
+        return
+    original = pyplot._draw_all_if_interactive
+
+    def _draw_all_if_interactive() -> None:
+        if not _inline_flush_follows(pyplot, _draw_all_if_interactive):
+            original()
+
+    _draw_all_if_interactive.hooklab = True
+    pyplot._draw_all_if_interactive = _draw_all_if_interactive
+
+
+def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
+    """True if, in this post_execute, the inline backend's flush_figures runs after `this` and
+    will show and close every open figure (matplotlib_inline's flush_figures with close_figures)."""
+    inline = sys.modules.get("matplotlib_inline.backend_inline")
+    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if inline is None or ip is None or not inline.show._draw_called:
+        return False
+    if "inline" not in str(pyplot.get_backend()).lower():
+        return False
+    if not inline.InlineBackend.instance().close_figures:
+        return False
+    hooks = ip.events.callbacks.get("post_execute", [])
+    return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
 
 
 def install() -> None:

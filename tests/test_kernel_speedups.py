@@ -1,0 +1,70 @@
+"""The kernel template's speed-ups (autograder/engine/kernel_speedups.py) must change nothing a
+notebook shows: the same notebook run in a warm kernel and in a stock ipykernel (started cold,
+as `nbgrader autograde` starts it) gives the same outputs, tracebacks and PNG bytes included."""
+
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder.engine.execute import execute_notebook
+from autograder.engine.warm_kernel import Zygote
+
+pytestmark = pytest.mark.nbgrader  # starts a cold kernel (import torch) like stock nbgrader
+
+CELLS = [
+    "import torch\nimport matplotlib.pyplot as plt\ndraws = []",
+    # Tracebacks through torch's module code (a hook and a forward that raise), twice each.
+    "def bad_hook(module, args):\n    raise ValueError('from a hook')\n"
+    "layer = torch.nn.Linear(2, 2)\nlayer.register_forward_pre_hook(bad_hook)\nlayer(torch.ones(2))",
+    "layer(torch.ones(1, 2))",
+    "class Broken(torch.nn.Module):\n    def forward(self, x):\n        return x @ torch.ones(3)\n"
+    "Broken()(torch.ones(2))",
+    "Broken()(torch.ones(4))",
+    # Figures: one per cell, and two in one cell, with titles, colour bars and tight bounding boxes.
+    "fig, ax = plt.subplots(figsize=(3, 2))\nimage = ax.imshow(torch.arange(12.).reshape(3, 4))\n"
+    "fig.colorbar(image)\nax.set_title('a map')\n"
+    "fig.canvas.mpl_connect('draw_event', lambda event: draws.append(1))",
+    "for k in range(2):\n    plt.figure(figsize=(2, 2))\n    plt.plot([0, k, 1])\n    plt.title(f'line {k}')",
+    "print(len(draws))",  # how often the first figure was drawn: not compared
+]
+
+
+def _notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in CELLS])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    return nb
+
+
+def _shown(nb: nbformat.NotebookNode) -> list:
+    return [
+        [{k: v for k, v in output.items() if k != "metadata"} for output in cell.outputs]
+        for cell in nb.cells[:-1]
+    ]
+
+
+def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    stock = _notebook()
+    resources = {"metadata": {"path": str(tmp_path)}}
+    client = NotebookClient(stock, timeout=120, allow_errors=True, resources=resources)
+    client.execute()
+    Zygote.current().preload(["matplotlib.pyplot"])  # as a batch of plotting notebooks does
+    warm = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook()), str(tmp_path)).notebook, as_version=4
+    )
+    assert _shown(warm) == _shown(stock)
+    pngs = [o for cell in _shown(warm) for o in cell if "image/png" in o.get("data", {})]
+    errors = [o for cell in _shown(warm) for o in cell if o["output_type"] == "error"]
+    assert len(pngs) == 3 and len(errors) == 4
+    # The speed-up is in use: the figure was drawn fewer times than in the stock kernel.
+    count = {
+        name: int(nb.cells[-1].outputs[0].text) for name, nb in (("warm", warm), ("stock", stock))
+    }
+    assert count["warm"] < count["stock"], count
+    assert os.environ["NBGRADER_EXECUTION"] == "autograde"
