@@ -105,6 +105,16 @@ def built_from(rng: torch.Generator, factory: Callable[..., T], *args: Any) -> T
         return factory(*args)
 
 
+SAMPLE = 2048  # values kept as evidence per parameter: a whole model would exceed the output cap
+
+
+def sample(tensor: torch.Tensor) -> torch.Tensor:
+    """At most SAMPLE values of `tensor`, evenly spaced through it, for a verifier to judge a
+    distribution (an init) from."""
+    flat = tensor.detach().flatten()
+    return flat[:: max(1, flat.numel() // SAMPLE)][:SAMPLE]
+
+
 def plain(value: Any) -> Any:
     """`value` as data torch.load(weights_only=True) accepts: plain tensors, lists, dicts,
     numbers, strings. Subclasses lose their overrides (a list subclass that equals anything

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from autograder.checks.apply_runner import _checker_classes
-from autograder.checks.evidence import built_from, randint
+from autograder.checks.evidence import built_from, randint, sample
 from autograder.checks.practice_common import in_check
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
@@ -149,15 +149,6 @@ def fresh_cases(rng: torch.Generator, hidden: bool) -> list[tuple[nn.Module, dic
         model = built_from(rng, _trained_gpt, *config)
         cases.append((model, {name: p.detach().clone() for name, p in model.named_parameters()}))
     return cases
-
-
-SAMPLE = 2048  # values kept as evidence per parameter: a whole GPT would exceed the output cap
-
-
-def sample(tensor: torch.Tensor) -> torch.Tensor:
-    """At most SAMPLE values of `tensor`, evenly spaced through it (the verifier's statistics)."""
-    flat = tensor.detach().flatten()
-    return flat[:: max(1, flat.numel() // SAMPLE)][:SAMPLE]
 
 
 def gpt_evidence(model: nn.Module) -> dict[str, object]:

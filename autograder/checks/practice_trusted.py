@@ -10,10 +10,18 @@ from autograder.checks import practice_grads as grads
 from autograder.checks import practice_init as init
 from autograder.checks import practice_memory as memory
 from autograder.checks import practice_modules as modules
+from autograder.checks.evidence import sample
 from autograder.checks.practice_common import hook_free_outputs
-from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
+from autograder.checks.trusted import (
+    Suspicious,
+    expect_close,
+    expect_equal,
+    expect_sampled_init,
+    item,
+    verifies,
+)
 from autograder.models.practice import make_block, make_mlp, make_tiny_gpt
-from autograder.tolerances import ATOL, STD_RTOL
+from autograder.tolerances import ATOL
 
 
 def _number(value: object, what: str) -> float:
@@ -244,10 +252,6 @@ for _hidden in (False, True):
 
 # ---- init_weights --------------------------------------------------------------------------------
 
-# A sample of SAMPLE values estimates a std within ~2%; twice the kernel's tolerance keeps an
-# honest init from failing here by chance, and still tells every wrong std of the task apart.
-SAMPLE_RTOL = 2 * STD_RTOL
-
 
 def _expect_init(evidence: object, before: dict[str, torch.Tensor] | None, what: str) -> None:
     if type(evidence) is not dict:
@@ -257,27 +261,20 @@ def _expect_init(evidence: object, before: dict[str, torch.Tensor] | None, what:
         raise Suspicious(f"{what} has an unlikely size")
     model, samples = make_tiny_gpt(n_layer, dim, vocab, block_size), item(evidence, "samples")
     params = dict(model.named_parameters())
-    want = {name: init.sample(p) for name, p in params.items()}  # for the shapes only
     if type(samples) is not dict:
         raise Suspicious(f"the samples of {what} are not a dict")
-    expect_equal(sorted(samples), sorted(want), f"the parameters of {what}")
-    for name in params:
+    expect_equal(sorted(samples), sorted(params), f"the parameters of {what}")
+    for name, param in params.items():
         got, label = samples[name], f"{what}: {name}"
-        expect_close(got, got, label)
-        if got.shape != want[name].shape:
-            raise Suspicious(f"{label} has the wrong number of values")
-        if before is not None and torch.equal(got, init.sample(before[name])):
-            raise Suspicious(f"{label} was not initialised")
         module = model.get_submodule(name.rsplit(".", 1)[0])
         if isinstance(module, nn.LayerNorm) or name.endswith("bias"):
             fill = 1.0 if isinstance(module, nn.LayerNorm) and name.endswith("weight") else 0.0
-            if not torch.equal(got, torch.full_like(got, fill)):
-                raise Suspicious(f"{label} is not exactly {fill}")
+            expect_sampled_init(got, param, None, fill, label)
             continue
         std = init.residual_std(n_layer) if name.endswith("c_proj.weight") else init.STD
-        w = got.double()
-        if max(abs(w.std().item() - std), abs(w.mean().item())) > SAMPLE_RTOL * std:
-            raise Suspicious(f"{label} is not normal(0, {std:.4g})")
+        expect_sampled_init(got, param, std, 0.0, label)
+        if before is not None and torch.equal(got, sample(before[name])):
+            raise Suspicious(f"{label} was not initialised")
 
 
 @verifies("init_weights")

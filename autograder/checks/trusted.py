@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from autograder.tolerances import ATOL, RTOL
+from autograder.checks.evidence import sample
+from autograder.tolerances import ATOL, RTOL, STD_RTOL
 
 Verifier = Callable[[torch.Generator, dict[str, Any]], None]
 VERIFIERS: dict[tuple[str, bool], Verifier] = {}
@@ -93,3 +94,23 @@ def expect_equal(got: Any, want: Any, what: str) -> None:
             expect_equal(a, b, f"{what}[{index}]")
     elif got != want:
         raise Suspicious(f"{what} is {got!r}, expected {want!r}")
+
+
+# A sample of evidence.SAMPLE values estimates a std within ~2%; twice the kernel's tolerance keeps
+# an honest init from failing here by chance, and still tells every wrong std of the tasks apart.
+SAMPLE_RTOL = 2 * STD_RTOL
+
+
+def expect_sampled_init(got: Any, like: torch.Tensor, std: float | None, fill: float, what: str):
+    """`got` is a sample (evidence.sample) of a parameter shaped like `like` that holds exactly
+    `fill` everywhere, or, when `std` is given, looks drawn from normal(0, std)."""
+    expect_close(got, got, what)  # a plain, finite tensor
+    if got.shape != sample(like).shape:
+        raise Suspicious(f"{what} has the wrong number of values")
+    if std is None:
+        if not torch.equal(got, torch.full_like(got, fill)):
+            raise Suspicious(f"{what} is not exactly {fill}")
+        return
+    w = got.double()
+    if max(abs(w.std().item() - std), abs(w.mean().item())) > SAMPLE_RTOL * std:
+        raise Suspicious(f"{what} is not normal(0, {std:.4g})")
