@@ -269,10 +269,10 @@ def _expect_init(evidence: object, before: dict[str, torch.Tensor] | None, what:
         module = model.get_submodule(name.rsplit(".", 1)[0])
         if isinstance(module, nn.LayerNorm) or name.endswith("bias"):
             fill = 1.0 if isinstance(module, nn.LayerNorm) and name.endswith("weight") else 0.0
-            expect_sampled_init(got, param, None, fill, label)
+            expect_sampled_init(got, param, label, fill=fill)
             continue
         std = init.residual_std(n_layer) if name.endswith("c_proj.weight") else init.STD
-        expect_sampled_init(got, param, std, 0.0, label)
+        expect_sampled_init(got, param, label, std=std)
         if before is not None and torch.equal(got, sample(before[name])):
             raise Suspicious(f"{label} was not initialised")
 

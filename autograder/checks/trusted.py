@@ -101,9 +101,11 @@ def expect_equal(got: Any, want: Any, what: str) -> None:
 SAMPLE_RTOL = 2 * STD_RTOL
 
 
-def expect_sampled_init(got: Any, like: torch.Tensor, std: float | None, fill: float, what: str):
-    """`got` is a sample (evidence.sample) of a parameter shaped like `like` that holds exactly
-    `fill` everywhere, or, when `std` is given, looks drawn from normal(0, std)."""
+def expect_sampled_init(
+    got: Any, like: torch.Tensor, what: str, *, std: float | None = None, fill: float = 0.0
+) -> None:
+    """`got` is a sample (evidence.sample) of a parameter shaped like `like` that looks drawn
+    from normal(0, std) when `std` is given, else holds exactly `fill` everywhere."""
     expect_close(got, got, what)  # a plain, finite tensor
     if got.shape != sample(like).shape:
         raise Suspicious(f"{what} has the wrong number of values")
