@@ -74,7 +74,9 @@ def plain_config(config: Config) -> dict:
 
 
 @contextlib.contextmanager
-def local_workers(jobs: int, sandbox: dict | None = None) -> Iterator[Dispatch]:
+def local_workers(
+    jobs: int, sandbox: dict | None = None, modules: list[str] | None = None
+) -> Iterator[Dispatch]:
     """Worker processes on this machine that grade notebooks, sharing one zygote.
 
     They are forked before any grading thread exists (fork copies only the calling thread), and
@@ -82,7 +84,7 @@ def local_workers(jobs: int, sandbox: dict | None = None) -> Iterator[Dispatch]:
     nbgrader's bookkeeping for every submission.
     """
     os.environ[ZYGOTE_ENV] = Zygote.current(sandbox).path
-    warm_up()  # here, once, instead of in every worker on its first notebook
+    warm_up(modules or [])  # here, once, instead of in every worker on its first notebook
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
         # The first task starts every worker (fork start method), from this thread, before the
@@ -111,7 +113,8 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
             dispatch = stack.enter_context(dask_workers(first.scheduler))
         elif dispatch is None:
             sandbox = first.config.WarmKernelManager.get("sandbox")
-            dispatch = stack.enter_context(local_workers(jobs, sandbox))
+            modules = sorted({m for batch in batches for m in batch.preload})
+            dispatch = stack.enter_context(local_workers(jobs, sandbox, modules))
         borrowing = [batch for batch in batches if batch.dispatch is None]
         for batch in borrowing:
             batch.dispatch = dispatch

@@ -10,6 +10,7 @@ it does not deep-copy and re-validate the notebook after every preprocessor, onl
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import time
@@ -133,10 +134,19 @@ def scores_and_comments(nb) -> tuple[dict[str, float | None], dict[str, str | No
     return scores, comments
 
 
-def warm_up(kernel_name: str = "python3") -> None:
+# Of the modules a batch's kernels start with, those the trusted verifiers need too: an optimizer
+# a verifier makes imports torch._dynamo (about 1 s), in every worker that did not have it.
+VERIFIERS_NEED = ("torch._dynamo",)
+
+
+def warm_up(modules: list[str], kernel_name: str = "python3") -> None:
     """Do, in this process, the one-time work every grading process does on its first notebook:
-    compile nbformat's schema validators and look up the kernel spec. Worker processes forked
+    compile nbformat's schema validators, look up the kernel spec, import what the verifiers of
+    the batch's checks will (of `modules`, the batch's preloads). Worker processes forked
     afterwards start with it done."""
+    for module in VERIFIERS_NEED:
+        if module in modules:
+            importlib.import_module(module)
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
     outputs = [
