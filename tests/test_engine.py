@@ -3,6 +3,8 @@ protections and outputs, and with one fresh warm kernel per submission?"""
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -132,3 +134,22 @@ def test_the_zygote_stays_single_threaded_so_forking_is_safe():
     if zygote.info["sandboxed"]:  # the zygote is the child of bwrap
         pid = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
     assert len(os.listdir(f"/proc/{pid}/task")) == 1
+
+
+def test_workers_forked_after_the_grader_used_torchs_threads_do_not_hang(graded):
+    """A grading process that ran a parallel torch operation before grading (a notebook server,
+    a test session) has a thread pool its forked workers cannot use; they must not wait for it."""
+    root, _, _ = graded
+    script = (
+        "import sys, torch\n"
+        "from pathlib import Path\n"
+        "from autograder.engine.batch import Batch\n"
+        "torch.set_num_threads(2)\n"
+        "torch.ones(512, 512) @ torch.ones(512, 512)  # starts torch's thread pool here\n"
+        "batch = Batch(Path(sys.argv[1]), 'forward_hooks', students='all_correct', force=True)\n"
+        "print([r.status for r in batch.run(jobs=1)])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, timeout=180
+    )
+    assert done.stdout.strip() == "['graded']", done.stderr[-2000:]

@@ -1,8 +1,8 @@
 """Does a submission that tampers with grading get no point it did not earn, and a flag?
 
 Every case of tests/tamper/ (answer files, plus test cells deleted, duplicated or moved in an
-honest notebook) and the honest all_correct control are graded by the engine in one batch per
-assignment, in one course; each must get exactly its expected score per graded cell and status,
+honest notebook) and the honest all_correct controls are graded by the engine in one run over
+both assignments of one course; each must get exactly its expected score per graded cell and status,
 and a flag in its message."""
 
 import copy
@@ -47,7 +47,7 @@ def _layout_cases(nb) -> dict:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from autograder.engine.batch import Batch
+    from autograder.engine.batch import Batch, run_batches
 
     # patched_torch makes one check spin until the cell's timeout.
     root = tmp_path_factory.mktemp("tamper-course")
@@ -63,8 +63,11 @@ def graded(tmp_path_factory):
         for path in sorted((TAMPER / assignment).glob("*.py")):
             nb = course.answered_notebook(path.read_text(encoding="utf-8"), assignment, root)
             course.submit(nb, path.stem, assignment, root)
-        for result in Batch(root, assignment, force=True).run(jobs=2):
-            results[f"{assignment}/{result.student}"] = result
+    # One run over both assignments: the workers and kernels grade every case side by side.
+    batches = [Batch(root, assignment, force=True) for assignment in ASSIGNMENTS]
+    for result in run_batches(batches, jobs=2):
+        results[f"{result.assignment}/{result.student}"] = result
+    for assignment in ASSIGNMENTS:
         for student, cells in gradebook.scores(course.gradebook_url(root), assignment).items():
             scores[f"{assignment}/{student}"] = cells
     return results, scores

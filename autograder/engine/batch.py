@@ -86,7 +86,10 @@ def local_workers(
     os.environ[ZYGOTE_ENV] = Zygote.current(sandbox).path
     warm_up(modules or [])  # here, once, instead of in every worker on its first notebook
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+    workers = ProcessPoolExecutor(
+        max_workers=max(1, jobs), mp_context=context, initializer=_one_thread_for_torch
+    )
+    with workers as pool:
         # The first task starts every worker (fork start method), from this thread, before the
         # grading threads exist.
         pool.submit(int).result()
@@ -125,6 +128,16 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
         futures = [threads.submit(b.grade, student) for b in batches for student in b.students]
         for future in as_completed(futures):
             yield future.result()
+
+
+def _one_thread_for_torch() -> None:
+    """In a worker, just forked: the trusted verifiers compute with torch on one thread. If this
+    process's parent had used torch's thread pool, the child's copy of it has no threads (fork
+    copies only the calling one), and the first parallel operation would wait for them forever;
+    the cores are the kernels' anyway."""
+    import torch
+
+    torch.set_num_threads(1)
 
 
 class Batch:
