@@ -183,7 +183,12 @@ def _become_kernel(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     from ipykernel import kernelapp
+    from zmq.utils.garbage import gc as zmq_garbage
 
+    # pyzmq starts this thread on the first large zero-copy message (an image, evidence): after
+    # a fork bomb has used up the kernel's process limit it could not, and the message would go
+    # out half-sent, corrupting the next one. Started here, before any notebook code runs.
+    zmq_garbage.start()
     cmd = request["cmd"]
     # cmd is `python -m ipykernel_launcher -f <connection file> ...`: keep what follows the module.
     argv = cmd[cmd.index("-m") + 2 :] if "-m" in cmd else cmd[1:]
@@ -311,7 +316,9 @@ def serve(path: str, config: dict) -> None:
     kernels, preloads = _Kernels(config), _Preloads()
     while True:
         kernels.reap()
-        wait = 0 if preloads.queue else kernels.enforce_wall_clock()
+        wait = kernels.enforce_wall_clock()
+        if preloads.queue:
+            wait = 0
         ready, _, _ = select.select([server], [], [], wait)
         if not ready:
             if preloads.queue:
