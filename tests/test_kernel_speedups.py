@@ -25,7 +25,7 @@ CELLS = [
     # Figures: one per cell, and two in one cell, with titles, colour bars and tight bounding boxes.
     "fig, ax = plt.subplots(figsize=(3, 2))\nimage = ax.imshow(torch.arange(12.).reshape(3, 4))\n"
     "fig.colorbar(image)\nax.set_title('a map')\n"
-    "fig.canvas.mpl_connect('draw_event', lambda event: draws.append(1))",
+    "connection = fig.canvas.mpl_connect('draw_event', lambda event: draws.append(1))",
     "for k in range(2):\n    plt.figure(figsize=(2, 2))\n    plt.plot([0, k, 1])\n    plt.title(f'line {k}')",
     "print(len(draws))",  # how often the first figure was drawn: not compared
 ]
