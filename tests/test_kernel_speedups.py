@@ -50,6 +50,9 @@ def _shown(nb: nbformat.NotebookNode) -> list:
 
 def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    # Another test module sets MPLBACKEND=Agg for the session; a stock kernel would inherit it
+    # and show no figures (a sandboxed one gets a filtered environment).
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     stock = _notebook()
     resources = {"metadata": {"path": str(tmp_path)}}
     client = NotebookClient(stock, timeout=120, allow_errors=True, resources=resources)
