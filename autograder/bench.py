@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SAWarning
 
-from autograder import course, gradebook
+from autograder import course, gradebook, notebooks
 from autograder.engine.batch import DEFAULT_JOBS, Batch, SubmissionResult, run_batches
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
@@ -42,7 +42,7 @@ def case_for(index: int, assignment: str) -> str:
 
 def answers(assignment: str, case: str) -> str:
     path = SUBMISSIONS / assignment / f"{case}.py"
-    return path.read_text(encoding="utf-8") if path.exists() else ""  # "" is the blank notebook
+    return notebooks.read_answers(path) if path.exists() else ""  # "" is the blank notebook
 
 
 def make_course(root: Path, students: int, assignments: list[str]) -> None:

@@ -33,7 +33,7 @@ def submit_samples(root: Path) -> list[str]:
         for assignment in course.assignments(root):
             name = handed_in.get(assignment)
             answers = root / "tests" / "submissions" / assignment / f"{name}.py"
-            text = answers.read_text(encoding="utf-8") if name else ""
+            text = notebooks.read_answers(answers) if name else ""
             nb = course.answered_notebook(text, assignment, root)
             course.submit(nb, student, assignment, root)
     return sorted(roster)

@@ -18,7 +18,7 @@ def cases() -> list[tuple[str, str]]:
 
 
 def answers(assignment: str, case: str) -> str:
-    return (SUBMISSIONS / assignment / f"{case}.py").read_text(encoding="utf-8")
+    return notebooks.read_answers(SUBMISSIONS / assignment / f"{case}.py")
 
 
 def graded_points(assignment: str) -> dict[str, float]:

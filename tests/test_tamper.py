@@ -13,7 +13,7 @@ import pytest
 from golden import answers as submission_answers
 from golden import graded_points, make_course
 
-from autograder import course, gradebook
+from autograder import course, gradebook, notebooks
 
 pytestmark = pytest.mark.nbgrader
 
@@ -61,7 +61,7 @@ def graded(tmp_path_factory):
             for name, nb in _layout_cases(correct).items():
                 course.submit(nb, name, assignment, root)
         for path in sorted((TAMPER / assignment).glob("*.py")):
-            nb = course.answered_notebook(path.read_text(encoding="utf-8"), assignment, root)
+            nb = course.answered_notebook(notebooks.read_answers(path), assignment, root)
             course.submit(nb, path.stem, assignment, root)
     # One run over both assignments: the workers and kernels grade every case side by side.
     batches = [Batch(root, assignment, force=True) for assignment in ASSIGNMENTS]

@@ -237,7 +237,7 @@ def test_seeds_are_stable_and_differ_per_student_cell_and_secret():
 
 def test_the_scan_finds_nothing_in_honest_submissions_and_solutions():
     for path in sorted(SUBMISSIONS.glob("*/*.py")):
-        for grade_id, source in notebooks.parse_answers(path.read_text()).items():
+        for grade_id, source in notebooks.parse_answers(notebooks.read_answers(path)).items():
             assert scan_source(source, grade_id) == [], path
     for path in sorted((ROOT / "solutions").glob("*/*.ipynb")):
         assert scan_cells(notebooks.read(path)) == [], path
