@@ -55,6 +55,7 @@ class Zygote:
     def __init__(self, path: str | None = None, sandbox: dict | None = None) -> None:
         self.peak_rss_mb, self._info = 0.0, None
         self.preloaded: set[str] = set()
+        self._unanswered: list[socket.socket] = []
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process = None, path, None
             self.run_dir = str(Path(path).parent.parent)
@@ -154,12 +155,25 @@ class Zygote:
 
     def preload(self, modules: list[str]) -> None:
         """Have the template import `modules` (once per process) before it forks more kernels."""
-        wanted = set(modules) - self.preloaded
+        wanted = [m for m in dict.fromkeys(modules) if m not in self.preloaded]
         if wanted:
-            self.request(op="preload", modules=sorted(wanted))
-            self.preloaded |= wanted
+            self.request(op="preload", modules=wanted)
+            self.preloaded |= set(wanted)
+
+    def preload_soon(self, modules: list[str]) -> None:
+        """Have the template start importing `modules`, in this order, without waiting for it:
+        it does so between forks, while the first notebooks run, so that the later ones (which
+        ask with preload()) find their modules in instead of waiting for them."""
+        if not modules:
+            return
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(self.path)
+        connection.sendall((json.dumps({"op": "preload", "modules": modules}) + "\n").encode())
+        self._unanswered.append(connection)  # its answer is not needed; closed by stop()
 
     def stop(self) -> None:
+        for connection in self._unanswered:
+            connection.close()
         if self.process is None:  # not ours to stop
             return
         if self.process.poll() is None:

@@ -14,7 +14,8 @@ Protocol: one JSON line per connection on a Unix socket.
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
   {"op": "preload", "modules": [...]} -> {"failed": [...]}  (imports them for later kernels;
-  one at a time, serving other requests in between; answered when they are all in)
+  in the order given, one at a time, serving other requests in between; answered when they
+  are all in)
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
 another thread would stay locked forever in the child. The parent therefore starts it with
 OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
@@ -23,6 +24,7 @@ OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -83,8 +85,11 @@ class _Preloads:
         self.waiting: list[tuple[socket.socket, set[str]]] = []
 
     def request(self, connection: socket.socket, modules: list[str]) -> None:
-        wanted = {m for m in modules if m not in sys.modules and m not in self.failed}
-        self.queue += sorted(wanted - set(self.queue))
+        self.queue += [
+            m
+            for m in dict.fromkeys(modules)
+            if m not in sys.modules and m not in self.failed and m not in self.queue
+        ]
         self.waiting.append((connection, set(modules)))
         self._answer()
 
@@ -223,6 +228,10 @@ class _Kernels:
                 sock.close()
 
         init = None
+        # What the kernel inherits goes to the collector's permanent generation: a kernel's full
+        # collections (frequent while it parses or builds figures) would otherwise walk torch's
+        # and matplotlib's millions of objects each time, and copy every page they sit on.
+        gc.freeze()
         if self.config["sandboxed"]:
             pid, init = isolation.fork_isolated(request, close_inherited, _become_kernel)
         else:
