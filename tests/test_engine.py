@@ -153,3 +153,56 @@ def test_workers_forked_after_the_grader_used_torchs_threads_do_not_hang(graded)
         [sys.executable, "-c", script, str(root)], capture_output=True, text=True, timeout=180
     )
     assert done.stdout.strip() == "['graded']", done.stderr[-2000:]
+
+
+def test_a_slow_preload_runs_in_a_child_template_while_the_zygote_goes_on_serving(
+    tmp_path, monkeypatch
+):
+    """Modules a batch needs that the zygote lacks are imported by a child template it forks:
+    the zygote keeps answering meanwhile, and kernels that need them come from the child."""
+    sentinel = tmp_path / "go"
+    (tmp_path / "slow_to_import.py").write_text(
+        "import os, time\n"
+        f"for _ in range(6000):  # until the test says go (at most a minute)\n"
+        f"    if os.path.exists({str(sentinel)!r}):\n"
+        "        break\n"
+        "    time.sleep(0.01)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("HOOKLAB_SANDBOX", "off")  # the sandbox would hide tmp_path
+    zygote = Zygote()
+    monkeypatch.setattr(Zygote, "_current", zygote)
+    try:
+        zygote.preload_soon(["slow_to_import"])
+        # The import is stuck in the child: the zygote still answers and still forks kernels.
+        assert zygote.request(op="info")["sandboxed"] is False
+        probe = nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[
+                    nbformat.v4.new_code_cell("import sys\nprint('slow_to_import' in sys.modules)")
+                ]
+            )
+        )
+        before = nbformat.reads(execute_notebook(probe, str(tmp_path)).notebook, 4)
+        assert before.cells[0].outputs[0].text.split() == ["False"]
+        sentinel.touch()
+        zygote.preload(["torch", "slow_to_import"])
+        assert zygote.fork_path != zygote.path
+        after = nbformat.reads(execute_notebook(probe, str(tmp_path)).notebook, 4)
+        assert after.cells[0].outputs[0].text.split() == ["True"]  # forked from the child
+        zygote.preload(["torch"])  # the zygote has those: its own kernels again
+        assert zygote.fork_path == zygote.path
+    finally:
+        sentinel.touch()
+        zygote.stop()
+    assert zygote.process.poll() is not None
+    # The child template went with it (it is a fork of the zygote: the same command line).
+    left = [p for p in Path("/proc").glob("[0-9]*/cmdline") if _reads(p, zygote.path)]
+    assert left == []
+
+
+def _reads(path: Path, text: str) -> bool:
+    try:
+        return text.encode() in path.read_bytes()
+    except OSError:  # the process ended meanwhile
+        return False

@@ -97,7 +97,7 @@ def run_in_warm_kernel(
     executor.kernel_manager_class = WarmKernelManager
     running: dict = {}
     executor.on_cell_start = lambda cell, cell_index: running.update(
-        cell=cell, index=cell_index, pid=executor.km.provisioner.pid
+        cell=cell, index=cell_index, kernel=executor.km.provisioner.process
     )
     if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
         guard.prepare(nb, executor)
@@ -145,8 +145,8 @@ def _mark_unrun(nb: NotebookNode, died_at: int, death: str) -> None:
 def _death(running: dict) -> str:
     """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>'."""
     how = ""
-    if running.get("pid"):
-        status = Zygote.current().request(op="status", pid=running["pid"])
+    if running.get("kernel"):
+        status = running["kernel"].status()
         code = status.get("returncode")
         if status.get("reason"):  # the zygote killed it (wall-clock limit)
             how = f" ({status['reason']})"

@@ -17,11 +17,14 @@ its kernel spends. Three repeats are removed:
   inline backend's hook right after draws each figure again to show it, then closes it. When
   that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
   is drawn from scratch either way (tests/test_kernel_speedups.py compares the PNG bytes).
+* The kernel's logger builds a record for every debug call on every message, which its handler
+  then drops: its level is raised to what its handlers would emit.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import sys
 from typing import Any
 
@@ -160,6 +163,21 @@ def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
         return False
     hooks = ip.events.callbacks.get("post_execute", [])
     return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
+
+
+def drop_unheard_log_records(logger: logging.Logger) -> None:
+    """Raise `logger`'s level to the lowest level at which any handler that its records reach
+    would emit them. traitlets leaves a kernel's logger at DEBUG and filters in its handler (at
+    ERROR here), so each message the kernel handled built debug records that nobody sees."""
+    levels, current = [], logger
+    while current is not None:
+        levels += [handler.level for handler in current.handlers]
+        if not current.propagate:
+            break
+        current = current.parent
+    floor = min(levels) if levels else (logging.lastResort.level if logging.lastResort else 0)
+    if logger.getEffectiveLevel() < floor:
+        logger.setLevel(floor)
 
 
 def install() -> None:

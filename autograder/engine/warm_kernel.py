@@ -54,10 +54,11 @@ class Zygote:
 
     def __init__(self, path: str | None = None, sandbox: dict | None = None) -> None:
         self.peak_rss_mb, self._info = 0.0, None
-        self.preloaded: set[str] = set()
+        self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
         self._unanswered: list[socket.socket] = []
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process = None, path, None
+            self.fork_path = path
             self.run_dir = str(Path(path).parent.parent)
             return
         settings = SandboxSettings.from_dict(sandbox)
@@ -65,7 +66,7 @@ class Zygote:
         for folder in (self.dir, f"{self.dir}/control", f"{self.dir}/kernels"):
             os.makedirs(folder, exist_ok=True)
             os.chmod(folder, 0o711)  # kernels (another user) reach their own folder only
-        self.path = os.path.join(self.dir, "control", "zygote.sock")
+        self.path = self.fork_path = os.path.join(self.dir, "control", "zygote.sock")
         command, why = self._sandbox_command(settings)
         if command and not self._start(command, settings, None):
             if settings.mode == "bwrap":
@@ -143,9 +144,10 @@ class Zygote:
             return self.process.poll() is None
         return os.path.exists(self.path)
 
-    def request(self, **message: Any) -> dict:
+    def request(self, at: str | None = None, **message: Any) -> dict:
+        """Send `message` to this template, or to the one listening `at` (a child template)."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(self.path)
+            connection.connect(at or self.path)
             connection.sendall((json.dumps(message) + "\n").encode())
             reply = connection.makefile("r").readline()
         if not reply:
@@ -154,11 +156,13 @@ class Zygote:
         return json.loads(reply)
 
     def preload(self, modules: list[str]) -> None:
-        """Have the template import `modules` (once per process) before it forks more kernels."""
-        wanted = [m for m in dict.fromkeys(modules) if m not in self.preloaded]
-        if wanted:
-            self.request(op="preload", modules=wanted)
-            self.preloaded |= set(wanted)
+        """Have the next kernels start with `modules` imported: they come from the template
+        that the zygote says has them (itself, or a child template it forked to import them)."""
+        wanted = tuple(dict.fromkeys(modules))
+        if wanted not in self._templates:
+            reply = self.request(op="preload", modules=list(wanted))
+            self._templates[wanted] = reply.get("path") or self.path
+        self.fork_path = self._templates[wanted]
 
     def preload_soon(self, modules: list[str]) -> None:
         """Have the template start importing `modules`, in this order, without waiting for it:
@@ -190,13 +194,17 @@ class ForkedKernel:
 
     stdin = stdout = stderr = None
 
-    def __init__(self, zygote: Zygote, pid: int) -> None:
+    def __init__(self, zygote: Zygote, pid: int, template: str) -> None:
         self.zygote, self.pid, self.returncode = zygote, pid, None
+        self.template = template  # the socket of the template that forked it (its parent)
         self.maxrss_mb: float | None = None
+
+    def status(self) -> dict:
+        return self.zygote.request(at=self.template, op="status", pid=self.pid)
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            status = self.zygote.request(op="status", pid=self.pid)
+            status = self.status()
             if not status.get("running", False):
                 self.returncode = status.get("returncode", -1)
                 self.maxrss_mb = status.get("maxrss_mb")
@@ -215,7 +223,7 @@ class ForkedKernel:
         # The zygote signals the kernel's process group: in the sandbox, the kernel's pid means
         # nothing outside its namespaces.
         try:
-            self.zygote.request(op="signal", pid=self.pid, signum=int(signum))
+            self.zygote.request(at=self.template, op="signal", pid=self.pid, signum=int(signum))
         except OSError as error:  # no zygote, so no kernel: what os.kill would say
             raise ProcessLookupError(errno.ESRCH, "the kernel template is gone") from error
 
@@ -241,7 +249,9 @@ class WarmProvisioner(LocalProvisioner):
                 os.chown(self.parent.kernel_dir, uid, uid)
                 os.chown(self.parent.connection_file, uid, uid)
         limits = Limits.from_dict(self.parent.limits).to_dict()
+        template = zygote.fork_path
         reply = zygote.request(
+            at=template,
             op="fork",
             cmd=list(cmd),
             env=env,
@@ -251,7 +261,7 @@ class WarmProvisioner(LocalProvisioner):
         )
         if "error" in reply:
             raise RuntimeError(f"the kernel could not start: {reply['error']}")
-        self.process = ForkedKernel(zygote, int(reply["pid"]))
+        self.process = ForkedKernel(zygote, int(reply["pid"]), template)
         self.pid = self.process.pid
         self.pgid = None  # signals go through the zygote (ForkedKernel.send_signal)
         self.cwd = cwd

@@ -13,9 +13,10 @@ Protocol: one JSON line per connection on a Unix socket.
   {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
-  {"op": "preload", "modules": [...]} -> {"failed": [...]}  (imports them for later kernels;
-  in the order given, one at a time, serving other requests in between; answered when they
-  are all in)
+  {"op": "preload", "modules": [...]} -> {"failed": [...], "path": "..."}  (the socket of a
+  template with those modules imported, to send "fork", "status" and "signal" requests to: this
+  one if it has them, else a child template that imports them, in the order given, while this
+  one goes on serving; answered when they are all in)
 The zygote must stay single-threaded: fork() copies only the calling thread, and a lock held by
 another thread would stay locked forever in the child. The parent therefore starts it with
 OpenBLAS/OpenMP limited to one thread, and it never starts a thread itself.
@@ -34,6 +35,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from autograder.engine import isolation
 from autograder.engine.limits import Limits
@@ -73,52 +75,108 @@ def _preload() -> None:
     _register_modules()
 
 
-class _Preloads:
-    """Modules batches asked for, imported one at a time between other requests: a fork asked
-    for meanwhile is served after the import in progress, not after all of them. Each "preload"
-    request is answered once all of its modules are in (kernels forked for its notebooks then
-    start with them), with the ones that failed."""
+class _Templates:
+    """Kernel templates forked from this one to import more modules ("preload"), so that the
+    import runs on another core while this template goes on forking kernels and answering (an
+    import such as torch._dynamo takes over a second). A request whose modules this template
+    has is answered at once with its own socket; otherwise with a child template's socket, once
+    that child has imported them (a child that has them all is reused)."""
 
-    def __init__(self) -> None:
-        self.queue: list[str] = []
-        self.failed: set[str] = set()
-        self.waiting: list[tuple[socket.socket, set[str]]] = []
+    def __init__(self, path: str, config: dict) -> None:
+        self.path, self.config = path, config
+        self.children: list[dict] = []  # {"pid", "path", "modules", "ready": file, "failed"}
+        self.waiting: list[tuple[socket.socket, dict, list[str]]] = []
 
-    def request(self, connection: socket.socket, modules: list[str]) -> None:
-        self.queue += [
-            m
-            for m in dict.fromkeys(modules)
-            if m not in sys.modules and m not in self.failed and m not in self.queue
-        ]
-        self.waiting.append((connection, set(modules)))
-        self._answer()
+    def request(self, connection: socket.socket, modules: list[str], held: list) -> None:
+        wanted = list(dict.fromkeys(modules))
+        missing = [m for m in wanted if m not in sys.modules]
+        if not missing:
+            _answer(connection, {"failed": [], "path": self.path})
+            return
+        child = next((c for c in self.children if set(missing) <= set(c["modules"])), None)
+        child = child or self._start_child(wanted, [connection, *held])
+        self.waiting.append((connection, child, wanted))
+        self._answer_ready()
 
-    def import_next(self) -> None:
-        import importlib
+    def pending(self) -> list:
+        """The ready pipes of children still importing (readable once they are done)."""
+        return [c["ready"] for c in self.children if c["failed"] is None]
 
-        from autograder.engine import kernel_speedups
+    def on_ready(self, pipe: Any) -> None:
+        child = next(c for c in self.children if c["ready"] is pipe)
+        line = pipe.readline()
+        # A child that died importing answers as if every module failed: the kernels then come
+        # from this template and import them themselves.
+        child["failed"] = json.loads(line) if line else list(child["modules"])
+        if not line:
+            child["path"] = self.path
+        self._answer_ready()
 
-        module = self.queue.pop(0)
+    def held(self) -> list:
+        """What a forked process must not keep: the waiting connections and the ready pipes."""
+        return [c for c, _, _ in self.waiting] + [c["ready"] for c in self.children]
+
+    def stop(self) -> None:
+        for child in self.children:
+            _kill_group(child["pid"])
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child["pid"], 0)
+
+    def _answer_ready(self) -> None:
+        still = []
+        for connection, child, wanted in self.waiting:
+            if child["failed"] is None:
+                still.append((connection, child, wanted))
+                continue
+            failed = [m for m in wanted if m in child["failed"]]
+            _answer(connection, {"failed": failed, "path": child["path"]})
+        self.waiting = still
+
+    def _start_child(self, modules: list[str], inherited: list) -> dict:
+        number = len(self.children) + 1
+        path = os.path.join(os.path.dirname(self.path), f"zygote-{number}.sock")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            for held in [*inherited, *self.held()]:
+                held.close()
+            try:
+                _serve_child(path, self.config, modules, write)
+            finally:
+                os._exit(0)
+        os.close(write)
+        child = {"pid": pid, "path": path, "modules": modules, "failed": None}
+        child["ready"] = os.fdopen(read, "r")
+        self.children.append(child)
+        return child
+
+
+def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> None:
+    """In a child template: listen, import `modules`, say which failed, then serve as a
+    template (forks wait in the backlog until the imports are done)."""
+    import importlib
+
+    from autograder.engine import kernel_speedups
+
+    server = _listen(path)
+    failed = []
+    for module in modules:
         try:
             importlib.import_module(module)
         except Exception:  # a notebook's import that fails here fails in its kernel as usual
-            self.failed.add(module)
-        if not self.queue:
-            _warm_figure_rendering()
-            kernel_speedups.skip_drawing_before_inline_flush()
-            _register_modules()
-        self._answer()
+            failed.append(module)
+    _warm_figure_rendering()
+    kernel_speedups.skip_drawing_before_inline_flush()
+    _register_modules()
+    os.write(ready, (json.dumps(failed) + "\n").encode())
+    os.close(ready)
+    _serve_requests(server, path, config, parent=os.getppid())
 
-    def _answer(self) -> None:
-        still = []
-        for connection, modules in self.waiting:
-            if modules & set(self.queue):
-                still.append((connection, modules))
-                continue
-            with connection, contextlib.suppress(OSError):
-                reply = {"failed": sorted(modules & self.failed)}
-                connection.sendall((json.dumps(reply) + "\n").encode())
-        self.waiting = still
+
+def _answer(connection: socket.socket, reply: dict) -> None:
+    with connection, contextlib.suppress(OSError):  # the asker may have gone (preload_soon)
+        connection.sendall((json.dumps(reply) + "\n").encode())
 
 
 def _register_modules() -> None:
@@ -190,6 +248,8 @@ def _become_kernel(request: dict) -> None:
     from ipykernel import kernelapp
     from zmq.utils.garbage import gc as zmq_garbage
 
+    from autograder.engine import kernel_speedups
+
     # pyzmq starts this thread on the first large zero-copy message (an image, evidence): after
     # a fork bomb has used up the kernel's process limit it could not, and the message would go
     # out half-sent, corrupting the next one. Started here, before any notebook code runs.
@@ -198,7 +258,10 @@ def _become_kernel(request: dict) -> None:
     # cmd is `python -m ipykernel_launcher -f <connection file> ...`: keep what follows the module.
     argv = cmd[cmd.index("-m") + 2 :] if "-m" in cmd else cmd[1:]
     sys.argv = ["ipykernel_launcher", *argv]
-    kernelapp.launch_new_instance(argv=argv)
+    app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
+    app.initialize(argv)
+    kernel_speedups.drop_unheard_log_records(app.log)
+    app.start()
 
 
 @dataclass
@@ -314,52 +377,62 @@ def _kill_group(pid: int) -> None:
             kill(pid, signal.SIGKILL)
 
 
-def serve(path: str, config: dict) -> None:
-    # Listen first, then preload: the grader can send its first requests (which wait in the
-    # backlog) and get on with its own work while torch is imported here.
+def _listen(path: str) -> socket.socket:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)
+    return server
+
+
+def serve(path: str, config: dict) -> None:
+    # Listen first, then preload: the grader can send its first requests (which wait in the
+    # backlog) and get on with its own work while torch is imported here.
+    server = _listen(path)
     print("listening", flush=True)
     _preload()
-    kernels, preloads = _Kernels(config), _Preloads()
-    while True:
-        kernels.reap()
-        wait = kernels.enforce_wall_clock()
-        if preloads.queue:
-            wait = 0
-        ready, _, _ = select.select([server], [], [], wait)
-        if not ready:
-            if preloads.queue:
-                preloads.import_next()
-            continue
-        connection, _ = server.accept()
-        request = json.loads(connection.makefile("r").readline() or "{}")
-        op = request.get("op")
-        if op == "preload":  # answered once its modules are imported (connection kept open)
-            preloads.request(connection, list(request.get("modules", [])))
-            continue
-        with connection:
+    _serve_requests(server, path, config)
+
+
+def _serve_requests(server: socket.socket, path: str, config: dict, parent: int = 0) -> None:
+    """Answer requests until "stop" (or, in a child template, until its parent is gone)."""
+    kernels, templates = _Kernels(config), _Templates(path, config)
+    try:
+        while not parent or os.getppid() == parent:
+            kernels.reap()
+            wait = kernels.enforce_wall_clock()
+            ready, _, _ = select.select([server, *templates.pending()], [], [], wait)
+            for pipe in ready:
+                if pipe is not server:
+                    templates.on_ready(pipe)
+            if server not in ready:
+                continue
+            connection, _ = server.accept()
+            request = json.loads(connection.makefile("r").readline() or "{}")
+            op = request.get("op")
+            if op == "preload":  # answered once its modules are imported (connection kept open)
+                templates.request(connection, list(request.get("modules", [])), [server])
+                continue
+            if op == "stop":
+                _answer(connection, {})
+                return
             try:
                 if op == "fork":
                     kernels.reap()
-                    # The kernel must not inherit any socket of the zygote's.
-                    held = [waiting for waiting, _ in preloads.waiting]
-                    reply = {"pid": kernels.start(request, server, connection, *held)}
+                    # The kernel must not inherit any socket or pipe of the zygote's.
+                    reply = {"pid": kernels.start(request, server, connection, *templates.held())}
                 elif op == "status":
                     reply = kernels.status(int(request["pid"]))
                 elif op == "signal":
                     reply = kernels.signal(int(request["pid"]), int(request["signum"]))
                 elif op == "info":
                     reply = config
-                elif op == "stop":
-                    connection.sendall(b"{}\n")
-                    return
                 else:
                     reply = {"error": f"unknown request {request!r}"}
             except (OSError, RuntimeError) as error:
                 reply = {"error": f"{op} failed: {error}"}
-            connection.sendall((json.dumps(reply) + "\n").encode())
+            _answer(connection, reply)
+    finally:
+        templates.stop()
 
 
 if __name__ == "__main__":
