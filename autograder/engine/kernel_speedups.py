@@ -10,6 +10,8 @@ its kernel spends. Three repeats are removed:
   pygments compiles the Python grammar's regular expressions every time. Here the class is made
   once, and the highlighted lines of a (code, marked range, formatter style) are remembered:
   frames in torch's module.py recur in every traceback through a hook.
+* IPython makes a new pygments style and terminal formatter (a colour table) per traceback:
+  here one per style.
 * `inspect.getmodule` scans all of sys.modules (~3000 entries) for every frame whose file is a
   notebook cell, which no module has. The scan only registers modules imported since the last
   one, so when none were, the scan is skipped; the answer is the same.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 _MEMO_SIZE = 512
 
@@ -97,6 +99,46 @@ def _reuse_highlighting() -> None:
         return list(lines)
 
     stack_data.core._pygmented_with_ranges = pygmented_with_ranges
+
+
+def _reuse_traceback_formatters() -> None:
+    import stack_data
+    import stack_data.core
+    from pygments.formatters import terminal256
+
+    original_style = stack_data.core.style_with_executing_node
+    styles: dict[tuple, Any] = {}
+
+    def style_with_executing_node(style, modifier):
+        if (style, modifier) not in styles:
+            styles[style, modifier] = original_style(style, modifier)
+        return styles[style, modifier]
+
+    stack_data.style_with_executing_node = style_with_executing_node
+    stack_data.core.style_with_executing_node = style_with_executing_node
+
+    class Terminal256Formatter(terminal256.Terminal256Formatter):
+        """pygments' formatter, made once per style class when that is all it is given (it
+        keeps no state between calls to format without line numbers)."""
+
+        made: ClassVar[dict[type, Any]] = {}
+
+        def __new__(cls, **options):
+            style = options.get("style") if list(options) == ["style"] else None
+            if isinstance(style, type) and style in cls.made:
+                return cls.made[style]
+            return super().__new__(cls)
+
+        def __init__(self, **options) -> None:
+            if getattr(self, "_made_once", False):
+                return
+            super().__init__(**options)
+            style = options.get("style") if list(options) == ["style"] else None
+            if isinstance(style, type):
+                self._made_once = True
+                self.made[style] = self
+
+    terminal256.Terminal256Formatter = Terminal256Formatter
 
 
 def _skip_unneeded_module_scans() -> None:
@@ -183,4 +225,5 @@ def drop_unheard_log_records(logger: logging.Logger) -> None:
 def install() -> None:
     _memoize_repeated_traceback()
     _reuse_highlighting()
+    _reuse_traceback_formatters()
     _skip_unneeded_module_scans()

@@ -2,8 +2,9 @@
 same verdicts and values as the code it stands in for, only without repeating work:
 
 * nbgrader validates every cell's metadata with `jsonschema.validate(meta, schema)`, which checks
-  the schema itself on every call: here one compiled validator per schema, and metadata already
-  found valid is not validated again (the same released cells recur in every submission).
+  the schema itself on every call: here one compiled validator per schema (by content: nbgrader
+  reads the schema file again for each notebook), and metadata already found valid is not
+  validated again (the same released cells recur in every submission).
 * nbformat validates each new output against its JSON schema with jsonschema: here with the
   schema compiled by fastjsonschema (which nbformat itself uses for whole notebooks); an output it
   rejects goes through nbformat's own validation, so the error raised is nbformat's.
@@ -31,27 +32,38 @@ class _CompiledOnce:
     """Stands in for the `jsonschema` module inside nbgrader's metadata validation."""
 
     def __init__(self) -> None:
-        self._validators: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, validator)
-        self._valid: set[tuple[int, str]] = set()  # (id(schema), metadata as JSON) seen valid
+        # nbgrader reads its schema file anew for every notebook: schemas are told apart by
+        # their content, computed once per schema object (the last few are remembered).
+        self._contents: dict[int, tuple[Any, str]] = {}  # id(schema) -> (schema, as JSON)
+        self._validators: dict[str, Any] = {}  # schema as JSON -> its validator
+        self._valid: set[tuple[str, str]] = set()  # (schema, metadata) as JSON, seen valid
         self._lock = threading.Lock()
+
+    def _content(self, schema: Any) -> str:
+        entry = self._contents.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            if len(self._contents) >= 16:
+                self._contents.clear()
+            entry = self._contents[id(schema)] = (schema, json.dumps(schema, sort_keys=True))
+        return entry[1]
 
     def validate(self, instance: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
             return jsonschema.validate(instance, schema, *args, **kwargs)
-        try:
-            key = (id(schema), json.dumps(instance, sort_keys=True))
-        except (TypeError, ValueError):
-            key = None
         with self._lock:
-            entry = self._validators.get(id(schema))
-            if entry is None or entry[0] is not schema:
+            content = self._content(schema)
+            try:
+                key = (content, json.dumps(instance, sort_keys=True))
+            except (TypeError, ValueError):
+                key = None
+            validator = self._validators.get(content)
+            if validator is None:
                 cls = jsonschema.validators.validator_for(schema)
                 cls.check_schema(schema)
-                entry = self._validators[id(schema)] = (schema, cls(schema))
-                self._valid = {k for k in self._valid if k[0] != id(schema)}
+                validator = self._validators[content] = cls(schema)
             if key in self._valid:
                 return None
-        error = jsonschema.exceptions.best_match(entry[1].iter_errors(instance))
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
         if error is not None:
             raise error
         if key is not None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import json
 import os
 import select
@@ -37,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.engine import isolation
+from autograder.engine import isolation, template_warmup
 from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -71,8 +70,8 @@ def _preload() -> None:
     kernel_speedups.install()
     for module in PRELOAD:
         importlib.import_module(module)
-    _warm_traceback_caches()
-    _register_modules()
+    template_warmup.warm_traceback_caches()
+    template_warmup.register_modules()
 
 
 class _Templates:
@@ -166,9 +165,9 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
             importlib.import_module(module)
         except Exception:  # a notebook's import that fails here fails in its kernel as usual
             failed.append(module)
-    _warm_figure_rendering()
+    template_warmup.warm_figure_rendering()
     kernel_speedups.skip_drawing_before_inline_flush()
-    _register_modules()
+    template_warmup.register_modules()
     os.write(ready, (json.dumps(failed) + "\n").encode())
     os.close(ready)
     _serve_requests(server, path, config, parent=os.getppid())
@@ -177,64 +176,6 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
 def _answer(connection: socket.socket, reply: dict) -> None:
     with connection, contextlib.suppress(OSError):  # the asker may have gone (preload_soon)
         connection.sendall((json.dumps(reply) + "\n").encode())
-
-
-def _register_modules() -> None:
-    """Have `inspect` map every loaded module's file now, not in each kernel's first traceback
-    (inspect.getmodule registers the modules imported since its last scan of sys.modules)."""
-    import inspect
-
-    inspect.getmodule(compile("", "<hooklab-template>", "exec"))
-
-
-def _warm_figure_rendering() -> None:
-    """Draw one small figure with Agg, outside pyplot (whose backend the kernel chooses), so that
-    fonts and text layout are loaded before the fork rather than in every kernel's first plot."""
-    if "matplotlib" not in sys.modules:
-        return
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(2, 2))
-    axes = figure.add_subplot()
-    axes.imshow([[0.0, 1.0], [1.0, 0.0]], cmap="gray")
-    axes.set_title("warm-up")
-    figure.colorbar(axes.images[0])
-    FigureCanvasAgg(figure).print_png(io.BytesIO())
-
-
-def _warm_traceback_caches() -> None:
-    """Format, once, a traceback through the torch code student errors pass through.
-
-    IPython's traceback formatter parses the source of every file in a traceback and caches the
-    result per file. torch's module.py is large, and an unfinished notebook raises through it in
-    a dozen cells: in a fresh kernel that parsing is most of its CPU time. Parsed here, before
-    the fork, every kernel starts with the cache filled; the tracebacks it prints are unchanged.
-    """
-    import torch
-    from IPython.core.ultratb import AutoFormattedTB
-
-    class Stub(torch.nn.Module):
-        def forward(self, x):
-            raise NotImplementedError
-
-    def fail_in_hook(module, args):
-        raise NotImplementedError
-
-    stub, hooked = Stub(), torch.nn.Identity()
-    hooked.register_forward_pre_hook(fail_in_hook)
-    weight = torch.ones(1, requires_grad=True)
-    weight.register_hook(lambda grad: fail_in_hook(None, grad))
-    formatter = AutoFormattedTB(mode="Context")
-    for fail in (
-        lambda: stub(torch.ones(1)),
-        lambda: hooked(torch.ones(1)),
-        lambda: (weight * 2).backward(),
-    ):
-        try:
-            fail()
-        except NotImplementedError:
-            formatter.structured_traceback(*sys.exc_info())
 
 
 def _become_kernel(request: dict) -> None:
