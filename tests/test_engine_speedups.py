@@ -1,5 +1,7 @@
-"""The worker-side drop-ins (autograder/engine/speedups.py) give the verdicts of the code they
-stand in for."""
+"""The drop-ins of autograder/engine/speedups.py and kernel_speedups.py give the verdicts and values
+of the code they stand in for."""
+
+from datetime import UTC
 
 import jsonschema
 import pytest
@@ -29,3 +31,26 @@ def test_metadata_validation_gives_jsonschemas_verdicts_and_compiles_each_schema
             jsonschema.validate(bad, schema)
         assert ours.value.message == stock.value.message
     assert len(compiled._validators) == 1
+
+
+def test_message_dates_parse_as_jupyter_client_parses_them():
+    from datetime import datetime, timedelta, timezone
+
+    from jupyter_client import jsonutil
+
+    from autograder.engine.kernel_speedups import extract_dates
+
+    moment = datetime(2026, 11, 23, 9, 30, 5, 123456, tzinfo=UTC)
+    texts = [
+        jsonutil.json_default(moment),  # as a message header carries it: ...Z
+        jsonutil.json_default(moment.replace(microsecond=0)),
+        moment.astimezone(timezone(timedelta(hours=-5))).isoformat(),
+        "2026-11-23T09:30:05",  # no zone: jupyter_client makes it local time
+        "2026-11-23",
+        "not a date",
+    ]
+    message = {"header": {"date": texts[0]}, "content": {"dates": texts, "n": 3}}
+    ours, stock = extract_dates(message), jsonutil.extract_dates(message)
+    assert ours == stock
+    flat = [(type(a), str(a)) for a in ours["content"]["dates"]]
+    assert flat == [(type(b), str(b)) for b in stock["content"]["dates"]]

@@ -19,6 +19,9 @@ its kernel spends. Three repeats are removed:
   inline backend's hook right after draws each figure again to show it, then closes it. When
   that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
   is drawn from scratch either way (tests/test_kernel_speedups.py compares the PNG bytes).
+* ipykernel inspects the signature of the shell's run_cell for every cell: here once per function.
+* jupyter_client parses the dates in every message it receives with dateutil: here with
+  `datetime.fromisoformat` (the same datetimes), falling back to dateutil for anything else.
 * The kernel's logger builds a record for every debug call on every message, which its handler
   then drops: its level is raised to what its handlers would emit.
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
+from datetime import datetime
 from typing import Any, ClassVar
 
 _MEMO_SIZE = 512
@@ -207,6 +211,47 @@ def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
     return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
 
 
+def _remember_accepted_parameters() -> None:
+    from ipykernel import ipkernel
+
+    original = ipkernel._accepts_parameters
+    known: dict[tuple, dict] = {}
+
+    def accepts_parameters(meth, param_names):
+        # By the function itself (a bound method is made anew at every access): another
+        # function, say one a notebook put in its place, is inspected afresh.
+        key = (getattr(meth, "__func__", meth), tuple(param_names))
+        if key not in known:
+            known[key] = original(meth, param_names)
+        return dict(known[key])
+
+    ipkernel._accepts_parameters = accepts_parameters
+
+
+def parse_date(text: str | None) -> Any:
+    """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
+    from jupyter_client import jsonutil
+
+    if text is None or not jsonutil.ISO8601_PAT.match(text):
+        return text
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return jsonutil.parse_date(text)
+    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
+
+
+def extract_dates(obj: Any) -> Any:
+    """jupyter_client's extract_dates (the dates in a message just received), with parse_date."""
+    if isinstance(obj, dict):
+        return {key: extract_dates(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [extract_dates(item) for item in obj]
+    if isinstance(obj, str):
+        return parse_date(obj)
+    return obj
+
+
 def drop_unheard_log_records(logger: logging.Logger) -> None:
     """Raise `logger`'s level to the lowest level at which any handler that its records reach
     would emit them. traitlets leaves a kernel's logger at DEBUG and filters in its handler (at
@@ -227,3 +272,7 @@ def install() -> None:
     _reuse_highlighting()
     _reuse_traceback_formatters()
     _skip_unneeded_module_scans()
+    _remember_accepted_parameters()
+    from jupyter_client import session
+
+    session.extract_dates = extract_dates

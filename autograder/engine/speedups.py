@@ -8,15 +8,14 @@ same verdicts and values as the code it stands in for, only without repeating wo
 * nbformat validates each new output against its JSON schema with jsonschema: here with the
   schema compiled by fastjsonschema (which nbformat itself uses for whole notebooks); an output it
   rejects goes through nbformat's own validation, so the error raised is nbformat's.
-* jupyter_client parses every date in every message header with dateutil: here with
-  `datetime.fromisoformat`, falling back to jupyter_client's parser for anything else.
+* jupyter_client parses every date in every message header with dateutil: here as in kernels
+  (kernel_speedups.extract_dates).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime
 from typing import Any
 
 import fastjsonschema
@@ -24,8 +23,10 @@ import jsonschema
 import nbformat.v4
 import nbformat.v4.nbbase as nbbase
 import nbgrader.nbgraderformat.common as nbgrader_format
-from jupyter_client import jsonutil, session
+from jupyter_client import session
 from nbformat.validator import _get_schema_json
+
+from autograder.engine import kernel_speedups
 
 
 class _CompiledOnce:
@@ -95,28 +96,8 @@ def _validate_node(node: Any, ref: str | None = None) -> Any:
     return None
 
 
-def _parse_date(text: str | None) -> Any:
-    if text is None or not jsonutil.ISO8601_PAT.match(text):
-        return text
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return jsonutil.parse_date(text)
-    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
-
-
-def _extract_dates(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {key: _extract_dates(value) for key, value in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_extract_dates(item) for item in obj]
-    if isinstance(obj, str):
-        return _parse_date(obj)
-    return obj
-
-
 def install() -> None:
     if not isinstance(nbgrader_format.jsonschema, _CompiledOnce):
         nbgrader_format.jsonschema = _CompiledOnce()
     nbbase.validate = _validate_node
-    session.extract_dates = _extract_dates
+    session.extract_dates = kernel_speedups.extract_dates
