@@ -21,6 +21,7 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
+import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
@@ -40,6 +41,7 @@ from autograder.engine.sandbox import (
 from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
+RECONNECT_MS = 5  # how soon a socket that connected before its kernel was listening retries
 
 
 class Zygote:
@@ -282,39 +284,65 @@ class WarmProvisioner(LocalProvisioner):
             shutil.rmtree(self.parent.kernel_dir, ignore_errors=True)
 
 
+def _quick_reconnect(context: zmq.Context) -> zmq.Context:
+    """A forked kernel binds its sockets a few milliseconds after the grader connects; a socket
+    that connected too early retries after zmq's reconnect interval (100 ms by default), which
+    was most of a forked kernel's start-up time. Applies to the sockets made afterwards."""
+    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+    return context
+
+
 class WarmKernelClient(AsyncKernelClient):
-    """jupyter_client's client, minus most of a fixed wait: once the kernel is ready, the stock
-    wait_for_ready drains IOPub until it has been quiet for 0.2 s. A forked kernel says all it
-    has to say at start-up within milliseconds, so 20 ms of quiet is plenty."""
+    """jupyter_client's client, minus a fixed wait: once the kernel is ready, the stock
+    wait_for_ready drains IOPub until it has been quiet for 0.2 s. Here it is ready once IOPub
+    has delivered the idle status of a kernel_info request: everything the kernel published
+    before that has arrived too (nbclient ignores any message that is not about its request)."""
 
     async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout or 60)
         while True:
-            self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
-            if reply and reply["msg_type"] == "kernel_info_reply":
-                # IOPub is a subscription: outputs sent before it is connected are lost. The
-                # kernel publishes a status for every request, so one arriving proves it is.
-                try:
-                    await self.iopub_channel.get_msg(timeout=0.03)
-                except Empty:
-                    continue
+            asked = self.kernel_info()
+            reply = await self._reply_to(asked, within=1)
+            # IOPub is a subscription: what the kernel sends before it is connected is lost;
+            # if this request's statuses do not come, ask again.
+            if reply is not None and await self._iopub_idle_after(asked, within=0.03):
                 self._handle_kernel_info_reply(reply)
-                break
+                return
             if not await self._async_is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+    async def _reply_to(self, request: str, within: float) -> dict | None:
+        """The shell reply to `request` (replies to earlier requests are skipped), or None if
+        none comes for `within` seconds."""
         while True:
             try:
-                await self.iopub_channel.get_msg(timeout=0.02)
+                reply = await self.shell_channel.get_msg(timeout=within)
             except Empty:
-                return
+                return None
+            if reply["parent_header"].get("msg_id") == request:
+                return reply
+
+    async def _iopub_idle_after(self, request: str, within: float) -> bool:
+        """True once IOPub brings the idle status of `request`, False if nothing comes for
+        `within` seconds."""
+        while True:
+            try:
+                message = await self.iopub_channel.get_msg(timeout=within)
+            except Empty:
+                return False
+            if (
+                message["msg_type"] == "status"
+                and message["parent_header"].get("msg_id") == request
+                and message["content"].get("execution_state") == "idle"
+            ):
+                return True
 
     wait_for_ready = _async_wait_for_ready
+
+    def _context_default(self) -> zmq.Context:
+        return _quick_reconnect(super()._context_default())
 
     def start_channels(self, *args: Any, **kwargs: Any) -> None:
         # No heartbeat thread: whether the kernel lives is asked of its manager (the zygote
@@ -331,6 +359,9 @@ class WarmKernelManager(AsyncKernelManager):
 
     client_class = DottedObjectName("autograder.engine.warm_kernel.WarmKernelClient")
     client_factory = Type(klass="autograder.engine.warm_kernel.WarmKernelClient")
+
+    def _context_default(self) -> zmq.Context:
+        return _quick_reconnect(super()._context_default())
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # The stock loop sleeps 0.1 s between checks; a killed kernel is gone within 1 ms.
