@@ -101,7 +101,9 @@ def built_from(rng: torch.Generator, factory: Callable[..., T], *args: Any) -> T
     build the same model (its random initial weights) again; the caller's RNG state is kept."""
     seed = int(torch.randint(2**62, (1,), generator=rng))
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        # The CPU generator only, which fork_rng restores: torch.manual_seed would also seed
+        # (and not restore) any GPU's, and records a stack trace for their lazy start each call.
+        torch.default_generator.manual_seed(seed)
         return factory(*args)
 
 
