@@ -167,9 +167,9 @@ class Zygote:
         self.fork_path = self._templates[wanted]
 
     def preload_soon(self, modules: list[str]) -> None:
-        """Have the template start importing `modules`, in this order, without waiting for it:
-        it does so between forks, while the first notebooks run, so that the later ones (which
-        ask with preload()) find their modules in instead of waiting for them."""
+        """Have the zygote start a child template importing `modules` (in this order) without
+        waiting for it: that runs while the first notebooks do, so the later ones (which ask
+        with preload()) find their modules in instead of waiting for them."""
         if not modules:
             return
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
