@@ -34,6 +34,8 @@ import sys
 from datetime import datetime
 from typing import Any, ClassVar
 
+from jupyter_client import jsonutil
+
 _MEMO_SIZE = 512
 
 
@@ -230,8 +232,6 @@ def _remember_accepted_parameters() -> None:
 
 def parse_date(text: str | None) -> Any:
     """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
-    from jupyter_client import jsonutil
-
     if text is None or not jsonutil.ISO8601_PAT.match(text):
         return text
     try:
