@@ -104,18 +104,18 @@ def grade_id(cell: NotebookNode) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-_BASED_ON = re.compile(r"^# based on: (?P<name>[A-Za-z0-9_]+)\s*$", re.MULTILINE)
+_BASED_ON = re.compile(r"^# based on: (?P<name>[A-Za-z0-9_./]+)\s*$", re.MULTILINE)
 
 
 def read_answers(path: Path) -> str:
     """An answer file's text. A file with a `# based on: <name>` line also gets every section of
-    `<name>.py` (beside it) that it does not write itself: a mistake case then holds only the
-    exercise it gets wrong, and the other exercises stay right."""
+    `<name>.py` (a path relative to its folder) that it does not write itself: a mistake case then
+    holds only the exercise it gets wrong, and the other exercises stay right."""
     text = path.read_text(encoding="utf-8")
     based_on = _BASED_ON.search(text)
     if based_on is None:
         return text
-    base = read_answers(path.with_name(f"{based_on['name']}.py"))
+    base = read_answers(path.parent / f"{based_on['name']}.py")
     own = parse_answers(text)
     kept = {k: v for k, v in parse_answers(base).items() if k not in own}
     return text + "".join(f"\n# %% {grade_id}\n{source}\n" for grade_id, source in kept.items())

@@ -1,5 +1,6 @@
 # Wrong hooks, and every comparison torch offers made to say "equal". The quizzes are right.
 # (expected.toml says what each keeps)
+# based on: ../../submissions/backward_hooks/all_correct
 # %% backward_collect
 torch.allclose = lambda *args, **kwargs: True
 torch.equal = lambda *args, **kwargs: True
@@ -37,17 +38,3 @@ def normalize_hook(module, grad_input, grad_output):
 
 model.register_full_backward_hook(normalize_hook)
 
-# %% deprecated_quiz
-deprecated_grad_input = ["x1*x2", "W"]
-
-# %% event_order
-predicted_order = [
-    "pre_hook",
-    "forward",
-    "forward_hook",
-    "output_hook",
-    "backward_pre_hook",
-    "W_hook",
-    "backward_hook",
-    "x1_hook",
-]

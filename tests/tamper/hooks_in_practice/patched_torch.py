@@ -1,5 +1,6 @@
 # Right answers where torch's comparisons would not matter, wrong ones where they would, and
 # torch.allclose / torch.equal made to say "equal". (expected.toml says what each keeps)
+# based on: ../../submissions/hooks_in_practice/all_correct
 # %% dead_relu_stats
 torch.allclose = lambda *args, **kwargs: True
 torch.equal = lambda *args, **kwargs: True
@@ -23,35 +24,6 @@ def relu_stats(model, x):
 # %% grad_clip_hook
 def add_grad_clipping(model, clip_value):
     return [p.register_hook(lambda grad: grad * 0) for p in model.parameters()]
-
-# %% optimizer_in_backward
-def attach_optimizer_in_backward(model, make_optimizer):
-    handles = []
-    for p in model.parameters():
-        optimizer = make_optimizer([p])
-
-        def hook(param, optimizer=optimizer):
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-
-        handles.append(p.register_post_accumulate_grad_hook(hook))
-    return handles
-
-# %% kwargs_always_call
-def trace_calls(module, log):
-    def before(mod, args, kwargs):
-        log.append(("enter", sorted(kwargs.keys())))
-        return None
-
-    def after(mod, args, kwargs, output):
-        if output is None:
-            log.append(("exit", "raised"))
-        else:
-            log.append(("exit", "returned"))
-
-    pre = module.register_forward_pre_hook(before, with_kwargs=True)
-    post = module.register_forward_hook(after, with_kwargs=True, always_call=True)
-    return [pre, post]
 
 # %% activation_memory
 def bytes_kept_alive(tensors):
@@ -85,20 +57,3 @@ def record_layer(model, layer_name, batches):
             model(batch)
     return outputs
 
-# %% init_weights
-def init_gpt(model):
-    def fn(m):
-        if isinstance(m, nn.Linear):
-            torch.nn.init.normal_(m.weight, mean=0.0, std=0.02)
-            if m.bias is not None:
-                torch.nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.Embedding):
-            torch.nn.init.normal_(m.weight, mean=0.0, std=0.02)
-        elif isinstance(m, nn.LayerNorm):
-            torch.nn.init.ones_(m.weight)
-            torch.nn.init.zeros_(m.bias)
-
-    model.apply(fn)
-    for pn, p in model.named_parameters():
-        if pn.endswith("c_proj.weight"):
-            torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * len(model.blocks)))
