@@ -18,15 +18,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from queue import Empty
 from typing import Any
 
 import zmq
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, DottedObjectName, Type, Unicode
 
+from autograder.engine.kernel_client import quick_reconnect
 from autograder.engine.limits import Limits
 from autograder.engine.sandbox import (
     SANDBOX_ENV,
@@ -41,7 +40,6 @@ from autograder.engine.sandbox import (
 from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
-RECONNECT_MS = 5  # how soon a socket that connected before its kernel was listening retries
 
 
 class Zygote:
@@ -284,84 +282,17 @@ class WarmProvisioner(LocalProvisioner):
             shutil.rmtree(self.parent.kernel_dir, ignore_errors=True)
 
 
-def _quick_reconnect(context: zmq.Context) -> zmq.Context:
-    """A forked kernel binds its sockets a few milliseconds after the grader connects; a socket
-    that connected too early retries after zmq's reconnect interval (100 ms by default), which
-    was most of a forked kernel's start-up time. Applies to the sockets made afterwards."""
-    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
-    return context
-
-
-class WarmKernelClient(AsyncKernelClient):
-    """jupyter_client's client, minus a fixed wait: once the kernel is ready, the stock
-    wait_for_ready drains IOPub until it has been quiet for 0.2 s. Here it is ready once IOPub
-    has delivered the idle status of a kernel_info request: everything the kernel published
-    before that has arrived too (nbclient ignores any message that is not about its request)."""
-
-    async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (timeout or 60)
-        while True:
-            asked = self.kernel_info()
-            reply = await self._reply_to(asked, within=1)
-            # IOPub is a subscription: what the kernel sends before it is connected is lost;
-            # if this request's statuses do not come, ask again.
-            if reply is not None and await self._iopub_idle_after(asked, within=0.03):
-                self._handle_kernel_info_reply(reply)
-                return
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
-
-    async def _reply_to(self, request: str, within: float) -> dict | None:
-        """The shell reply to `request` (replies to earlier requests are skipped), or None if
-        none comes for `within` seconds."""
-        while True:
-            try:
-                reply = await self.shell_channel.get_msg(timeout=within)
-            except Empty:
-                return None
-            if reply["parent_header"].get("msg_id") == request:
-                return reply
-
-    async def _iopub_idle_after(self, request: str, within: float) -> bool:
-        """True once IOPub brings the idle status of `request`, False if nothing comes for
-        `within` seconds."""
-        while True:
-            try:
-                message = await self.iopub_channel.get_msg(timeout=within)
-            except Empty:
-                return False
-            if (
-                message["msg_type"] == "status"
-                and message["parent_header"].get("msg_id") == request
-                and message["content"].get("execution_state") == "idle"
-            ):
-                return True
-
-    wait_for_ready = _async_wait_for_ready
-
-    def _context_default(self) -> zmq.Context:
-        return _quick_reconnect(super()._context_default())
-
-    def start_channels(self, *args: Any, **kwargs: Any) -> None:
-        # No heartbeat thread: whether the kernel lives is asked of its manager (the zygote
-        # knows), which is what jupyter_client does whenever a manager made the client.
-        kwargs["hb"] = False
-        super().start_channels(*args, **kwargs)
-
-
 _KERNEL_SPECS: dict[str, Any] = {}  # kernel name -> KernelSpec, looked up once per process
 
 
 class WarmKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernels come from the zygote (see WarmProvisioner)."""
 
-    client_class = DottedObjectName("autograder.engine.warm_kernel.WarmKernelClient")
-    client_factory = Type(klass="autograder.engine.warm_kernel.WarmKernelClient")
+    client_class = DottedObjectName("autograder.engine.kernel_client.WarmKernelClient")
+    client_factory = Type(klass="autograder.engine.kernel_client.WarmKernelClient")
 
     def _context_default(self) -> zmq.Context:
-        return _quick_reconnect(super()._context_default())
+        return quick_reconnect(super()._context_default())
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # The stock loop sleeps 0.1 s between checks; a killed kernel is gone within 1 ms.
