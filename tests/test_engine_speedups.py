@@ -54,3 +54,45 @@ def test_message_dates_parse_as_jupyter_client_parses_them():
     assert ours == stock
     flat = [(type(a), str(a)) for a in ours["content"]["dates"]]
     assert flat == [(type(b), str(b)) for b in stock["content"]["dates"]]
+
+
+def test_a_channel_takes_waiting_messages_at_once_and_still_waits_for_later_ones():
+    import asyncio
+
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from jupyter_client.session import Session
+
+    from autograder.engine import speedups
+
+    async def scenario() -> None:
+        context = zmq.asyncio.Context()
+        session = Session(key=b"secret")
+        kernel_side, client_side = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+        kernel_side.bind("inproc://channel")
+        client_side.connect("inproc://channel")
+        channel = AsyncZMQSocketChannel(client_side, session)
+        sent = [{"n": n, "text": "x" * n} for n in range(100)]
+        for content in sent:
+            session.send(kernel_side, "stream", content)
+        await asyncio.sleep(0.05)  # all of them have arrived
+        got = [(await speedups._get_msg(channel, timeout=1))["content"] for _ in sent]
+        assert got == sent
+        # Most were taken without the asyncio poller (it lets the loop turn every so often).
+        assert 0 < channel._hooklab_taken <= speedups._TAKEN_BEFORE_A_TURN
+        with pytest.raises(Exception) as empty:
+            await speedups._get_msg(channel, timeout=0.05)
+        assert type(empty.value).__name__ == "Empty"
+        # After taking messages behind the poller's back, a later message still wakes it.
+        later = asyncio.get_running_loop().call_later(
+            0.1, session.send, kernel_side, "stream", {"late": True}
+        )
+        message = await asyncio.wait_for(speedups._get_msg(channel, timeout=5), timeout=10)
+        assert message["content"] == {"late": True}
+        later.cancel()
+        kernel_side.close(linger=0)
+        client_side.close(linger=0)
+        context.term()
+
+    asyncio.run(scenario())

@@ -27,12 +27,21 @@ CELLS = [
     "fig.colorbar(image)\nax.set_title('a map')\n"
     "connection = fig.canvas.mpl_connect('draw_event', lambda event: draws.append(1))",
     "for k in range(2):\n    plt.figure(figsize=(2, 2))\n    plt.plot([0, k, 1])\n    plt.title(f'line {k}')",
+    # Streams: both at once, around a display, without a newline, from a thread, then nothing.
+    "import sys, threading\nprint('out')\nprint('err', file=sys.stderr)\ndisplay('shown')\n"
+    "print('again')\nsys.stdout.write('no newline')",
+    "thread = threading.Thread(target=print, args=('from a thread',))\nthread.start()\n"
+    "thread.join()",
+    "pass",
+    "sys.stderr.write('last')\nsys.stderr.flush()\nprint('done', end='')",
     # Not compared: how often the first figure was drawn, and whether the kernel's logger builds
     # debug records (it must still build the errors its handler shows).
     "print(len(draws))",
     "log = get_ipython().kernel.log\nprint(log.isEnabledFor(10), log.isEnabledFor(40))",
+    "flush = type(sys.stdout).flush\n"
+    "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False))",
 ]
-UNCOMPARED = 2
+UNCOMPARED = 3
 
 
 def _notebook() -> nbformat.NotebookNode:
@@ -75,10 +84,16 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert len(pngs) == 3 and len(errors) == 4
     # The speed-up is in use: the figure was drawn fewer times than in the stock kernel.
     count = {
-        name: int(nb.cells[-2].outputs[0].text) for name, nb in (("warm", warm), ("stock", stock))
+        name: int(nb.cells[-3].outputs[0].text) for name, nb in (("warm", warm), ("stock", stock))
     }
     assert count["warm"] < count["stock"], count
     # Debug records are built by the stock kernel's logger only; errors by both.
-    assert stock.cells[-1].outputs[0].text.split() == ["True", "True"]
-    assert warm.cells[-1].outputs[0].text.split() == ["False", "True"]
+    assert stock.cells[-2].outputs[0].text.split() == ["True", "True"]
+    assert warm.cells[-2].outputs[0].text.split() == ["False", "True"]
+    # Streams came out the same (above), though warm kernels skip empty flushes and the sleep
+    # before each reply.
+    streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
+    assert "".join(o["text"] for o in streams).count("from a thread") == 1
+    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False"]
+    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True"]
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
