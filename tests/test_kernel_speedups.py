@@ -33,13 +33,18 @@ CELLS = [
     "thread = threading.Thread(target=print, args=('from a thread',))\nthread.start()\n"
     "thread.join()",
     "pass",
+    # IPython's input transforms (the kernel remembers the last cell's).
+    "%precision 3\nimport math\nmath.pi",
+    "digits = !echo 123\ndigits",
     "sys.stderr.write('last')\nsys.stderr.flush()\nprint('done', end='')",
     # Not compared: how often the first figure was drawn, and whether the kernel's logger builds
     # debug records (it must still build the errors its handler shows).
     "print(len(draws))",
     "log = get_ipython().kernel.log\nprint(log.isEnabledFor(10), log.isEnabledFor(40))",
     "flush = type(sys.stdout).flush\n"
-    "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False))",
+    "transform = type(get_ipython().input_transformer_manager).transform_cell\n"
+    "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False),\n"
+    "      'transform_each_cell_once' in transform.__qualname__)",
 ]
 UNCOMPARED = 3
 
@@ -90,10 +95,12 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     # Debug records are built by the stock kernel's logger only; errors by both.
     assert stock.cells[-2].outputs[0].text.split() == ["True", "True"]
     assert warm.cells[-2].outputs[0].text.split() == ["False", "True"]
-    # Streams came out the same (above), though warm kernels skip empty flushes and the sleep
-    # before each reply.
+    # Streams and transformed input came out the same (above), though warm kernels skip empty
+    # flushes and the sleep before each reply, and transform each cell once.
+    results = [o for cell in _shown(warm) for o in cell if o["output_type"] == "execute_result"]
+    assert [o["data"]["text/plain"] for o in results][-2:] == ["3.142", "['123']"]
     streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
     assert "".join(o["text"] for o in streams).count("from a thread") == 1
-    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False"]
-    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True"]
+    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False"]
+    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True"]
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"

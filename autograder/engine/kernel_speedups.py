@@ -24,6 +24,9 @@ its kernel spends. Three repeats are removed:
   `datetime.fromisoformat` (the same datetimes), falling back to dateutil for anything else.
 * The kernel's logger builds a record for every debug call on every message, which its handler
   then drops: its level is raised to what its handlers would emit.
+* ipykernel runs IPython's static input transforms (magics, `!`, `?`) on each cell, then IPython
+  runs them again on the same text. They are a function of the text and the transform lists
+  only: the second run returns the first run's result.
 * After every cell ipykernel flushes stdout and stderr: each flush hands two tasks to the IOPub
   thread and waits for them, even when nothing was written. Here a flush with nothing written and
   nothing pending returns at once; anything written is flushed as before.
@@ -273,6 +276,29 @@ def drop_unheard_log_records(logger: logging.Logger) -> None:
         logger.setLevel(floor)
 
 
+def _transform_each_cell_once() -> None:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    original = TransformerManager.transform_cell
+    last: list[tuple[tuple, str]] = []  # [(key, transformed)]: the most recent call only
+
+    def transform_cell(self, cell: str) -> str:
+        key = (
+            self,
+            cell,
+            tuple(self.cleanup_transforms),
+            tuple(self.line_transforms),
+            tuple(self.token_transformers),
+        )
+        if last and last[0][0] == key:
+            return last[0][1]
+        transformed = original(self, cell)
+        last[:] = [(key, transformed)]
+        return transformed
+
+    TransformerManager.transform_cell = transform_cell
+
+
 def _skip_empty_flushes() -> None:
     from ipykernel.iostream import OutStream
 
@@ -304,6 +330,7 @@ def install() -> None:
     _reuse_traceback_formatters()
     _skip_unneeded_module_scans()
     _remember_accepted_parameters()
+    _transform_each_cell_once()
     _skip_empty_flushes()
     _no_sleep_before_replies()
     from jupyter_client import session

@@ -192,7 +192,7 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
             (preprocessor,) = _preprocessors([cls], config, job.snapshot)
             nb, resources = preprocessor(nb, resources)
     nbformat.validate(nb, relax_add_props=True)
-
-    output = nbformat.writes(nb, version=4)
+    # What nbformat.writes writes, without validating the notebook again (it would only log).
+    output = nbformat.v4.writes(nb)
     result.output = output if output.endswith("\n") else output + "\n"
     return result
