@@ -91,8 +91,18 @@ def test_a_channel_takes_waiting_messages_at_once_and_still_waits_for_later_ones
         message = await asyncio.wait_for(speedups._get_msg(channel, timeout=5), timeout=10)
         assert message["content"] == {"late": True}
         later.cancel()
+        # A channel given another socket (the first one closed) reads from that one.
         kernel_side.close(linger=0)
         client_side.close(linger=0)
+        other_kernel, other_client = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+        other_kernel.bind("inproc://other")
+        other_client.connect("inproc://other")
+        channel.socket = other_client
+        session.send(other_kernel, "stream", {"other": True})
+        await asyncio.sleep(0.05)
+        assert (await speedups._get_msg(channel, timeout=1))["content"] == {"other": True}
+        for socket in (other_kernel, other_client):
+            socket.close(linger=0)
         context.term()
 
     asyncio.run(scenario())

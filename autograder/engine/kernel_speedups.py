@@ -1,8 +1,8 @@
-"""Speed-ups installed in the kernel template (zygote.py) before it forks kernels: tracebacks come
-out exactly as IPython formats them, with less repeated work.
+"""Speed-ups installed in the kernel template (zygote.py) before it forks kernels: a kernel shows
+exactly what a stock ipykernel shows (tracebacks, figures, streams), with less repeated work.
 
-An unfinished notebook raises in a dozen cells, and formatting those tracebacks is most of what
-its kernel spends. Three repeats are removed:
+An unfinished notebook raises in a dozen cells, and formatting those tracebacks was most of what
+its kernel spent; the rest is per-cell messaging. What is no longer repeated or waited for:
 
 * IPython formats each error twice with the same arguments: once to show it, once to store it in
   the history. The second call returns the first call's lines.

@@ -114,10 +114,11 @@ async def _get_msg(self: AsyncZMQSocketChannel, timeout: float | None = None) ->
         taken = getattr(self, "_hooklab_taken", 0)
         if taken < _TAKEN_BEFORE_A_TURN:
             # A plain (blocking-API) socket on the same zmq socket: the asyncio one's recv
-            # returns a future.
-            plain = getattr(self, "_hooklab_plain", None)
-            if plain is None:
-                plain = self._hooklab_plain = zmq.Socket.shadow(socket.underlying)
+            # returns a future. Made again if the channel's socket is not the one it shadows.
+            shadowed, plain = getattr(self, "_hooklab_plain", (None, None))
+            if shadowed is not socket:
+                plain = zmq.Socket.shadow(socket.underlying)
+                self._hooklab_plain = (socket, plain)
             try:
                 frames = plain.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
