@@ -144,11 +144,20 @@ class Zygote:
             return self.process.poll() is None
         return os.path.exists(self.path)
 
-    def request(self, at: str | None = None, **message: Any) -> dict:
-        """Send `message` to this template, or to the one listening `at` (a child template)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+    def _send(self, message: dict, at: str | None = None) -> socket.socket:
+        """A connection to this template (or the one listening `at`) that `message` went over."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
             connection.connect(at or self.path)
             connection.sendall((json.dumps(message) + "\n").encode())
+        except OSError:
+            connection.close()
+            raise
+        return connection
+
+    def request(self, at: str | None = None, **message: Any) -> dict:
+        """Send `message` to this template, or to the one listening `at` (a child template)."""
+        with self._send(message, at) as connection:
             reply = connection.makefile("r").readline()
         if not reply:
             code = self.process.poll() if self.process else None
@@ -170,9 +179,7 @@ class Zygote:
         with preload()) find their modules in instead of waiting for them."""
         if not modules:
             return
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        connection.connect(self.path)
-        connection.sendall((json.dumps({"op": "preload", "modules": modules}) + "\n").encode())
+        connection = self._send({"op": "preload", "modules": modules})
         self._unanswered.append(connection)  # its answer is not needed; closed by stop()
 
     def stop(self) -> None:
