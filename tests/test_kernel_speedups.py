@@ -104,3 +104,76 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False"]
     assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True"]
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
+
+
+def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
+    # IPythonKernel lists the file of every module loaded when it is made (for its debugger);
+    # a warm kernel reads a list the template made before the fork, which must be that same list.
+    cell = (
+        "import sys\nkernel = get_ipython().kernel\n"
+        "loaded = [m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', 0)]\n"
+        "print(len(kernel._kernel_modules))\n"
+        "print(sorted(set(kernel._kernel_modules) ^ set(loaded)))\n"
+        "from autograder.engine.template_warmup import _listed\n"
+        "print([m.__file__ for m in _listed.values()] == kernel._kernel_modules)"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    ran = nbformat.reads(execute_notebook(nbformat.writes(nb), str(tmp_path)).notebook, 4)
+    count, difference, from_template = ran.cells[0].outputs[0].text.splitlines()
+    assert int(count) > 1000  # torch's modules and the rest
+    assert difference == "[]"  # the files of exactly the modules loaded in the kernel now
+    assert from_template == "True"  # read from the template's list
+
+
+def test_a_flush_waits_for_a_timed_flush_that_has_taken_the_output(monkeypatch):
+    # The IOPub thread's timed flush takes the buffers, then builds and queues its message. A
+    # flush at the end of a cell in that window must queue behind it, as the stock flush does,
+    # or the cell's idle status could go out before its output (which nbclient would then drop).
+    import threading
+
+    import zmq
+    from ipykernel.iostream import IOPubThread, OutStream
+    from jupyter_client.session import Session
+
+    from autograder.engine import kernel_speedups
+
+    monkeypatch.setattr(OutStream, "flush", OutStream.flush)  # put back afterwards
+    monkeypatch.setattr(OutStream, "_flush", OutStream._flush)
+    kernel_speedups._skip_empty_flushes()
+    context = zmq.Context()
+    iopub = IOPubThread(context.socket(zmq.PUB))
+    iopub.start()
+    session = Session(key=b"")
+    stream = OutStream(session, iopub, "stdout", watchfd=False)
+    stream.flush_interval = 600  # no timer of its own during the test
+    taken, go_on = threading.Event(), threading.Event()
+    build_message = session.msg
+
+    def msg(*args, **kwargs):  # the timed flush has taken the buffers
+        taken.set()
+        go_on.wait(10)
+        return build_message(*args, **kwargs)
+
+    session.msg = msg
+    scheduled = []
+    schedule = iopub.schedule
+    iopub.schedule = lambda task: (scheduled.append(task), schedule(task))
+    try:
+        stream.write("output")
+        timed = threading.Thread(target=stream._flush)
+        timed.start()
+        assert taken.wait(10)
+        scheduled.clear()
+        stream.flush()
+        assert scheduled, "a flush returned while another was taking the output"
+        go_on.set()
+        timed.join(10)
+        scheduled.clear()
+        stream.flush()  # nothing written, nothing under way
+        assert scheduled == []
+    finally:
+        go_on.set()
+        iopub.stop()
+        iopub.close()
+        context.term()

@@ -28,8 +28,9 @@ its kernel spent; the rest is per-cell messaging. What is no longer repeated or 
   runs them again on the same text. They are a function of the text and the transform lists
   only: the second run returns the first run's result.
 * After every cell ipykernel flushes stdout and stderr: each flush hands two tasks to the IOPub
-  thread and waits for them, even when nothing was written. Here a flush with nothing written and
-  nothing pending returns at once; anything written is flushed as before.
+  thread and waits for them, even when nothing was written. Here a flush with nothing written,
+  nothing pending and no timed flush under way returns at once; anything else is flushed as
+  before.
 * ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
   outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
   after every output of the cell either way, so the kernels here do not sleep.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
+import threading
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -302,20 +304,35 @@ def _transform_each_cell_once() -> None:
 def _skip_empty_flushes() -> None:
     from ipykernel.iostream import OutStream
 
-    original = OutStream.flush
+    original, original_flush_now = OutStream.flush, OutStream._flush
+    count_lock = threading.Lock()
+
+    def _flush(self):
+        # Counted from before it takes the buffers until its message is queued for sending.
+        with count_lock:
+            self._hooklab_flushes_under_way = getattr(self, "_hooklab_flushes_under_way", 0) + 1
+        try:
+            original_flush_now(self)
+        finally:
+            with count_lock:
+                self._hooklab_flushes_under_way -= 1
 
     def flush(self):
-        # Nothing buffered and no flush on its way: the IOPub thread has nothing of this stream
-        # to send, so there is nothing to wait for. (A flush it is running right now has already
-        # taken the buffers; what the kernel sends next on IOPub queues behind it.)
+        # Nothing buffered, no flush on its way and none under way: the IOPub thread has nothing
+        # of this stream to send, so there is nothing to wait for. A timed flush under way on
+        # that thread has taken the buffers but not yet queued its message; the stock flush
+        # queues behind it, so what the kernel sends next (its idle status) follows the output.
         if self.echo is None and not (
-            self._flush_pending or self._subprocess_flush_pending or self._buffers
+            self._flush_pending
+            or self._subprocess_flush_pending
+            or self._buffers
+            or getattr(self, "_hooklab_flushes_under_way", 0)
         ):
             return
         original(self)
 
     flush.hooklab = True
-    OutStream.flush = flush
+    OutStream.flush, OutStream._flush = flush, _flush
 
 
 def _no_sleep_before_replies() -> None:

@@ -54,6 +54,22 @@ PRELOAD = (
     "ipykernel.debugger",
     "torch",
     "autograder.checks",
+    # What every kernel still imported after the fork (a diff of sys.modules at the end of a
+    # notebook): while it starts (the debugger, the history's sqlite3, tornado's asyncio loop,
+    # the storemagic extension), for its first traceback, or from the course's own checks.
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.core.logger",
+    "IPython.core.oinspect",
+    "IPython.core.pylabtools",
+    "IPython.extensions.storemagic",
+    "IPython.utils.wildcard",
+    "faulthandler",
+    "sqlite3",
+    "tornado.platform.asyncio",
+    "zmq.utils.garbage",
+    "torch._subclasses.schema_check_mode",
+    "autograder.widgets.hint_texts",
 )
 # ipykernel makes the inline backend matplotlib's default by setting this before any notebook
 # code runs; matplotlib reads it when imported, so it must be set before the preload does.
@@ -72,6 +88,7 @@ def _preload() -> None:
         importlib.import_module(module)
     template_warmup.warm_traceback_caches()
     template_warmup.register_modules()
+    template_warmup.use_listed_modules()
 
 
 class _Templates:
@@ -232,6 +249,7 @@ class _Kernels:
                 sock.close()
 
         init = None
+        template_warmup.list_loaded_modules()
         # What the kernel inherits goes to the collector's permanent generation: a kernel's full
         # collections (frequent while it parses or builds figures) would otherwise walk torch's
         # and matplotlib's millions of objects each time, and copy every page they sit on.
