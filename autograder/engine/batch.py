@@ -112,6 +112,10 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
     if not batches:
         return
     first = batches[0]
+    if first.dispatch is None and not first.scheduler:
+        # The kernel template starts importing torch now, while the batches read their
+        # gradebooks: kernels wait for it, so it is the start-up's longest path.
+        Zygote.current(first.config.WarmKernelManager.get("sandbox"))
     lock = threading.Lock()  # one gradebook: its bookkeeping is serialized across batches too
     for batch in batches:
         batch.prepare()
