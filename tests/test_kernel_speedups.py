@@ -49,8 +49,8 @@ CELLS = [
 UNCOMPARED = 3
 
 
-def _notebook() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in CELLS])
+def _notebook(sources: list[str] = CELLS) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
@@ -117,9 +117,9 @@ def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
         "from autograder.engine.template_warmup import _listed\n"
         "print([m.__file__ for m in _listed.values()] == kernel._kernel_modules)"
     )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    ran = nbformat.reads(execute_notebook(nbformat.writes(nb), str(tmp_path)).notebook, 4)
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
+    )
     count, difference, from_template = ran.cells[0].outputs[0].text.splitlines()
     assert int(count) > 1000  # torch's modules and the rest
     assert difference == "[]"  # the files of exactly the modules loaded in the kernel now

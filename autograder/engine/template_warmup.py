@@ -1,6 +1,7 @@
 """Work the kernel template (zygote.py) does once, before it forks kernels, that every kernel
-would otherwise repeat: what it leaves in caches is inherited by each kernel. None of it changes
-what a kernel shows (tests/test_kernel_speedups.py compares with a stock kernel)."""
+would otherwise repeat: the imports every kernel needs (preload), and what it leaves in caches,
+which each kernel inherits. None of it changes what a kernel shows
+(tests/test_kernel_speedups.py compares with a stock kernel)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,52 @@ import io
 import os
 import sys
 import types
+
+# What every kernel needs, loaded once in the template instead of in every kernel; a batch adds
+# the modules its notebooks import (the "preload" request). Not modules that register themselves
+# with the running IPython at import time (ipywidgets, matplotlib_inline): imported in the
+# template, where there is none, they would skip that in the kernels.
+PRELOAD = (
+    "IPython",
+    "ipykernel.kernelapp",
+    "ipykernel.debugger",
+    "torch",
+    "autograder.checks",
+    # What every kernel still imported after the fork (a diff of sys.modules at the end of a
+    # notebook): while it starts (the debugger, the history's sqlite3, tornado's asyncio loop,
+    # the storemagic extension), for its first traceback, or from the course's own checks.
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.core.logger",
+    "IPython.core.oinspect",
+    "IPython.core.pylabtools",
+    "IPython.extensions.storemagic",
+    "IPython.utils.wildcard",
+    "faulthandler",
+    "sqlite3",
+    "tornado.platform.asyncio",
+    "zmq.utils.garbage",
+    "torch._subclasses.schema_check_mode",
+    "autograder.widgets.hint_texts",
+)
+# ipykernel makes the inline backend matplotlib's default by setting this before any notebook
+# code runs; matplotlib reads it when imported, so it must be set before the preload does.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def preload() -> None:
+    """Import, once, what every kernel and every notebook of the course needs."""
+    import importlib
+
+    from autograder.engine import kernel_speedups
+
+    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+    kernel_speedups.install()
+    for module in PRELOAD:
+        importlib.import_module(module)
+    warm_traceback_caches()
+    register_modules()
+    use_listed_modules()
 
 
 def register_modules() -> None:

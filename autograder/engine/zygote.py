@@ -44,53 +44,6 @@ SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_N
 QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
-# What every kernel needs, loaded once here instead of in every kernel; a batch adds the modules
-# its notebooks import (the "preload" request). Not modules that register themselves with the
-# running IPython at import time (ipywidgets, matplotlib_inline): imported here, where there is
-# none, they would skip that in the kernels.
-PRELOAD = (
-    "IPython",
-    "ipykernel.kernelapp",
-    "ipykernel.debugger",
-    "torch",
-    "autograder.checks",
-    # What every kernel still imported after the fork (a diff of sys.modules at the end of a
-    # notebook): while it starts (the debugger, the history's sqlite3, tornado's asyncio loop,
-    # the storemagic extension), for its first traceback, or from the course's own checks.
-    "IPython.core.completerlib",
-    "IPython.core.debugger",
-    "IPython.core.logger",
-    "IPython.core.oinspect",
-    "IPython.core.pylabtools",
-    "IPython.extensions.storemagic",
-    "IPython.utils.wildcard",
-    "faulthandler",
-    "sqlite3",
-    "tornado.platform.asyncio",
-    "zmq.utils.garbage",
-    "torch._subclasses.schema_check_mode",
-    "autograder.widgets.hint_texts",
-)
-# ipykernel makes the inline backend matplotlib's default by setting this before any notebook
-# code runs; matplotlib reads it when imported, so it must be set before the preload does.
-INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-
-
-def _preload() -> None:
-    """Import, once, what every kernel and every notebook of the course needs."""
-    import importlib
-
-    from autograder.engine import kernel_speedups
-
-    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
-    kernel_speedups.install()
-    for module in PRELOAD:
-        importlib.import_module(module)
-    template_warmup.warm_traceback_caches()
-    template_warmup.register_modules()
-    template_warmup.use_listed_modules()
-
-
 class _Templates:
     """Kernel templates forked from this one to import more modules ("preload"), so that the
     import runs on another core while this template goes on forking kernels and answering (an
@@ -348,7 +301,7 @@ def serve(path: str, config: dict) -> None:
     # backlog) and get on with its own work while torch is imported here.
     server = _listen(path)
     print("listening", flush=True)
-    _preload()
+    template_warmup.preload()
     _serve_requests(server, path, config)
 
 
