@@ -44,7 +44,8 @@ CELLS = [
     "flush = type(sys.stdout).flush\n"
     "transform = type(get_ipython().input_transformer_manager).transform_cell\n"
     "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False),\n"
-    "      'transform_each_cell_once' in transform.__qualname__)",
+    "      'transform_each_cell_once' in transform.__qualname__,\n"
+    "      any(t.name == 'Shell channel' for t in threading.enumerate()))",
 ]
 UNCOMPARED = 3
 
@@ -96,13 +97,14 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert stock.cells[-2].outputs[0].text.split() == ["True", "True"]
     assert warm.cells[-2].outputs[0].text.split() == ["False", "True"]
     # Streams and transformed input came out the same (above), though warm kernels skip empty
-    # flushes and the sleep before each reply, and transform each cell once.
+    # flushes and the sleep before each reply, transform each cell once, and read shell
+    # requests on the main thread instead of a thread of their own.
     results = [o for cell in _shown(warm) for o in cell if o["output_type"] == "execute_result"]
     assert [o["data"]["text/plain"] for o in results][-2:] == ["3.142", "['123']"]
     streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
     assert "".join(o["text"] for o in streams).count("from a thread") == 1
-    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False"]
-    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True"]
+    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False", "True"]
+    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True", "False"]
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
 
 

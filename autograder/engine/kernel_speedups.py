@@ -31,6 +31,11 @@ its kernel spent; the rest is per-cell messaging. What is no longer repeated or 
   thread and waits for them, even when nothing was written. Here a flush with nothing written,
   nothing pending and no timed flush under way returns at once; anything else is flushed as
   before.
+* ipykernel 7 receives shell requests on a thread of their own, which hands each to the main
+  thread over a socket pair and each reply back the same way, so that "subshells" (extra
+  threads running cells concurrently) can be served. Nothing here asks for a subshell: the
+  main thread reads the shell socket itself, as ipykernel 6 did (and ipykernel 7 still does
+  without that thread), and the kernel no longer lists subshells among its features.
 * ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
   outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
   after every output of the cell either way, so the kernels here do not sleep.
@@ -341,7 +346,35 @@ def _no_sleep_before_replies() -> None:
     Kernel.class_traits()["_execute_sleep"].default_value = 0.0
 
 
+class _NoShellChannelThread:
+    """Stands where ipykernel 7 keeps its shell-channel thread: false, as a missing thread is,
+    with the one attribute ipykernel reads from it even then (which thread runs cells)."""
+
+    def __init__(self) -> None:
+        self.parent_thread = threading.current_thread()
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _serve_shell_on_main_thread() -> None:
+    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.kernelbase import Kernel
+
+    original = IPKernelApp.init_control
+
+    def init_control(self, context):
+        original(self, context)
+        self.shell_channel_thread = _NoShellChannelThread()
+
+    init_control.hooklab = True
+    IPKernelApp.init_control = init_control
+    # Stock: "is not None", which the stand-in is not.
+    Kernel._supports_kernel_subshells = property(lambda self: bool(self.shell_channel_thread))
+
+
 def install() -> None:
+    _serve_shell_on_main_thread()
     _memoize_repeated_traceback()
     _reuse_highlighting()
     _reuse_traceback_formatters()
