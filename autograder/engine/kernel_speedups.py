@@ -367,7 +367,6 @@ def _serve_shell_on_main_thread() -> None:
         original(self, context)
         self.shell_channel_thread = _NoShellChannelThread()
 
-    init_control.hooklab = True
     IPKernelApp.init_control = init_control
     # Stock: "is not None", which the stand-in is not.
     Kernel._supports_kernel_subshells = property(lambda self: bool(self.shell_channel_thread))

@@ -125,7 +125,6 @@ def use_listed_modules() -> None:
         finally:
             ipkernel.sys = sys
 
-    __init__.hooklab = True
     ipkernel.IPythonKernel.__init__ = __init__
 
 
