@@ -33,6 +33,10 @@ CELLS = [
     "thread = threading.Thread(target=print, args=('from a thread',))\nthread.start()\n"
     "thread.join()",
     "pass",
+    # An optimizer: its first steps imported torch._dynamo in a stock kernel, not in a warm one.
+    "torch.manual_seed(0)\nnet = torch.nn.Linear(3, 2)\nopt = torch.optim.Adam(net.parameters())\n"
+    "for _ in range(3):\n    opt.zero_grad()\n    net(torch.ones(4, 3)).pow(2).sum().backward()\n"
+    "    opt.step()\nprint(net.weight.tolist(), opt.state_dict()['state'][0]['step'])",
     # IPython's input transforms (the kernel remembers the last cell's).
     "%precision 3\nimport math\nmath.pi",
     "digits = !echo 123\ndigits",
@@ -45,7 +49,8 @@ CELLS = [
     "transform = type(get_ipython().input_transformer_manager).transform_cell\n"
     "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False),\n"
     "      'transform_each_cell_once' in transform.__qualname__,\n"
-    "      any(t.name == 'Shell channel' for t in threading.enumerate()))",
+    "      any(t.name == 'Shell channel' for t in threading.enumerate()),\n"
+    "      'torch._dynamo.config' in sys.modules)",
 ]
 UNCOMPARED = 3
 
@@ -98,13 +103,14 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert warm.cells[-2].outputs[0].text.split() == ["False", "True"]
     # Streams and transformed input came out the same (above), though warm kernels skip empty
     # flushes and the sleep before each reply, transform each cell once, and read shell
-    # requests on the main thread instead of a thread of their own.
+    # requests on the main thread instead of a thread of their own, and their optimizer (same
+    # weights, above) did not import torch._dynamo.
     results = [o for cell in _shown(warm) for o in cell if o["output_type"] == "execute_result"]
     assert [o["data"]["text/plain"] for o in results][-2:] == ["3.142", "['123']"]
     streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
     assert "".join(o["text"] for o in streams).count("from a thread") == 1
-    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False", "True"]
-    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True", "False"]
+    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False", "True", "True"]
+    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True", "False", "False"]
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
 
 

@@ -89,7 +89,7 @@ def local_workers(
     # The template imports every batch's modules while this process warms up and the first
     # notebooks run, rather than when each batch's first notebook asks (the cores would idle).
     zygote.preload_soon(modules or [])
-    warm_up(modules or [])  # here, once, instead of in every worker on its first notebook
+    warm_up()  # here, once, instead of in every worker on its first notebook
     # The workers' garbage collections then skip the (many) objects they inherit, which would
     # otherwise cost time in every full collection and copy the shared pages they sit on.
     gc.freeze()

@@ -10,7 +10,6 @@ it does not deep-copy and re-validate the notebook after every preprocessor, onl
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import time
@@ -31,6 +30,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
+from autograder.engine import dynamo_on_demand
 from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import run_in_warm_kernel
 from autograder.engine.snapshot import GradebookSnapshot
@@ -134,19 +134,11 @@ def scores_and_comments(nb) -> tuple[dict[str, float | None], dict[str, str | No
     return scores, comments
 
 
-# Of the modules a batch's kernels start with, those the trusted verifiers need too: an optimizer
-# a verifier makes imports torch._dynamo (about 1 s), in every worker that did not have it.
-VERIFIERS_NEED = ("torch._dynamo",)
-
-
-def warm_up(modules: list[str], kernel_name: str = "python3") -> None:
+def warm_up(kernel_name: str = "python3") -> None:
     """Do, in this process, the one-time work every grading process does on its first notebook:
-    compile nbformat's schema validators, look up the kernel spec, import what the verifiers of
-    the batch's checks will (of `modules`, the batch's preloads). Worker processes forked
+    compile nbformat's schema validators, look up the kernel spec. Worker processes forked
     afterwards start with it done."""
-    for module in VERIFIERS_NEED:
-        if module in modules:
-            importlib.import_module(module)
+    dynamo_on_demand.install()  # so that the verifiers' optimizers do not import torch._dynamo
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
     outputs = [
@@ -164,6 +156,7 @@ def warm_up(modules: list[str], kernel_name: str = "python3") -> None:
 
 def grade_notebook(job: NotebookJob) -> NotebookResult:
     """Sanitize, execute and score one notebook; raises what nbgrader's conversion would raise."""
+    dynamo_on_demand.install()  # here for Dask workers; the local ones have it from warm_up
     config = Config(job.config)
     steps = Autograde(config=config)  # only for the configured preprocessor lists
     resources, metadata = ResourcesDict(), ResourcesDict()

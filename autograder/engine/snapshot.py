@@ -22,13 +22,6 @@ def _sets_up_with_ipython(module: str) -> bool:
     return any(module == name or module.startswith(f"{name}.") for name in SETS_UP_WITH_IPYTHON)
 
 
-def _uses_optimizer(node: ast.AST) -> bool:
-    """`torch.optim.X` or `optim.X` (after `from torch import optim`)."""
-    return isinstance(node, ast.Attribute) and (
-        node.attr == "optim" or (isinstance(node.value, ast.Name) and node.value.id == "optim")
-    )
-
-
 @dataclass
 class NotebookRecord:
     """A released notebook as the gradebook knows it (plain data, so it pickles)."""
@@ -97,10 +90,6 @@ class GradebookSnapshot:
                         found += [alias.name for alias in node.names]
                     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                         found.append(node.module)
-                # A notebook's first optimizer imports torch._dynamo (about 1 s); only notebooks
-                # that make one should have their kernels start with it.
-                if any(_uses_optimizer(node) for node in ast.walk(tree)):
-                    found.append("torch._dynamo")
         return sorted({m for m in found if not _sets_up_with_ipython(m)})
 
     # --- the Gradebook methods the preprocessors call, with the same MissingEntry errors ---

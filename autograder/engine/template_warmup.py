@@ -46,10 +46,12 @@ def preload() -> None:
     """Import, once, what every kernel and every notebook of the course needs."""
     import importlib
 
-    from autograder.engine import kernel_speedups
+    from autograder.engine import dynamo_on_demand, kernel_speedups
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     kernel_speedups.install()
+    # Before anything imports torch._dynamo: the kernels' optimizers then do not either.
+    dynamo_on_demand.install()
     for module in PRELOAD:
         importlib.import_module(module)
     warm_traceback_caches()

@@ -46,10 +46,10 @@ QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 class _Templates:
     """Kernel templates forked from this one to import more modules ("preload"), so that the
-    import runs on another core while this template goes on forking kernels and answering (an
-    import such as torch._dynamo takes over a second). A request whose modules this template
-    has is answered at once with its own socket; otherwise with a child template's socket, once
-    that child has imported them (a child that has them all is reused)."""
+    import runs on another core while this template goes on forking kernels and answering
+    (matplotlib.pyplot takes a third of a second). A request whose modules this template has is
+    answered at once with its own socket; otherwise with a child template's socket, once that
+    child has imported them (a child that has them all is reused)."""
 
     def __init__(self, path: str, config: dict) -> None:
         self.path, self.config = path, config
