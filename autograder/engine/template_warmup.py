@@ -50,10 +50,10 @@ def preload() -> None:
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     kernel_speedups.install()
-    # Before anything imports torch._dynamo: the kernels' optimizers then do not either.
-    dynamo_on_demand.install()
     for module in PRELOAD:
         importlib.import_module(module)
+    # Nothing above imports torch._dynamo: the kernels' optimizers then do not either.
+    dynamo_on_demand.install()
     warm_traceback_caches()
     register_modules()
     use_listed_modules()
