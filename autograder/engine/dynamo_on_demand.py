@@ -22,14 +22,12 @@ import importlib.util
 import sys
 import threading
 import types
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 NAME = "torch._dynamo"
 
 _lock = threading.RLock()
-_stand_in: _StandIn | None = None
 
 
 class _StandIn(types.ModuleType):
@@ -41,9 +39,9 @@ class _StandIn(types.ModuleType):
         # importing the real module; an import of a submodule goes through _RealFirst.
         self.__file__, self.__path__ = file, path
         self.__package__ = NAME
-        # Functions `disable` was asked for, each with the stand-in it returned: rebound to
-        # the real thing on load.
-        self._asked: list[tuple[weakref.ref, Callable, bool, dict]] = []
+        # Functions `disable` was asked for (torch's own, which live as long as torch), each with
+        # what it returned: rebound to the real thing on load.
+        self._asked: list[tuple[Callable, Callable, bool, dict]] = []
 
     def graph_break(self, msg: str = "") -> None:
         """torch._dynamo.graph_break: a marker for the compiler; outside it, nothing."""
@@ -56,10 +54,11 @@ class _StandIn(types.ModuleType):
         def called_as_is(*args: Any, **kwargs: Any) -> Any:
             if sys.modules.get(NAME) is self:
                 return fn(*args, **kwargs)
+            # Loaded since, and kept by someone load() could not rebind: disabled for real.
             return real_module().disable(fn, recursive, **options)(*args, **kwargs)
 
         with _lock:
-            self._asked.append((weakref.ref(fn), called_as_is, recursive, options))
+            self._asked.append((fn, called_as_is, recursive, options))
         return called_as_is
 
     def __getattr__(self, name: str) -> Any:
@@ -111,10 +110,9 @@ def load() -> types.ModuleType:
         except BaseException:
             sys.modules[NAME] = torch._dynamo = module
             raise
-        for fn_ref, given, recursive, options in module._asked:
-            fn = fn_ref()
+        for fn, given, recursive, options in module._asked:
             # torch caches what disable returned on the function; what it would have cached.
-            if fn is not None and getattr(fn, "__dynamo_disable", None) is given:
+            if getattr(fn, "__dynamo_disable", None) is given:
                 fn.__dynamo_disable = real.disable(fn, recursive, **options)
         module._asked.clear()
         return real
@@ -123,7 +121,6 @@ def load() -> types.ModuleType:
 def install() -> bool:
     """Put the stand-in in place of torch._dynamo, unless that is already imported (or the
     stand-in is); returns whether it is in place. Imports torch."""
-    global _stand_in
     import torch
 
     with _lock:
@@ -132,10 +129,9 @@ def install() -> bool:
         spec = importlib.util.find_spec(NAME)
         if spec is None or spec.submodule_search_locations is None:
             return False
-        path = list(spec.submodule_search_locations)
-        _stand_in = _StandIn(spec.origin, path)
-        _stand_in.__spec__ = spec
+        stand_in = _StandIn(spec.origin, list(spec.submodule_search_locations))
+        stand_in.__spec__ = spec
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
-        sys.modules[NAME] = torch._dynamo = _stand_in
+        sys.modules[NAME] = torch._dynamo = stand_in
         return True

@@ -136,9 +136,10 @@ def scores_and_comments(nb) -> tuple[dict[str, float | None], dict[str, str | No
 
 def warm_up(kernel_name: str = "python3") -> None:
     """Do, in this process, the one-time work every grading process does on its first notebook:
-    compile nbformat's schema validators, look up the kernel spec. Worker processes forked
+    compile nbformat's schema validators, look up the kernel spec, put the torch._dynamo
+    stand-in in place (the verifiers' optimizers would import it). Worker processes forked
     afterwards start with it done."""
-    dynamo_on_demand.install()  # so that the verifiers' optimizers do not import torch._dynamo
+    dynamo_on_demand.install()
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
     outputs = [
