@@ -55,7 +55,7 @@ class _StandIn(types.ModuleType):
             if sys.modules.get(NAME) is self:
                 return fn(*args, **kwargs)
             # Loaded since, and kept by someone load() could not rebind: disabled for real.
-            return real_module().disable(fn, recursive, **options)(*args, **kwargs)
+            return load().disable(fn, recursive, **options)(*args, **kwargs)
 
         with _lock:
             self._asked.append((fn, called_as_is, recursive, options))
@@ -88,20 +88,14 @@ class _RealFirst(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _finder = _RealFirst()
 
 
-def real_module() -> types.ModuleType:
-    """torch._dynamo itself, importing it if only the stand-in is there."""
-    module = sys.modules.get(NAME)
-    return load() if module is None or isinstance(module, _StandIn) else module
-
-
 def load() -> types.ModuleType:
-    """Replace the stand-in with the real torch._dynamo; returns the real module."""
+    """The real torch._dynamo, put in place of the stand-in if that is still there."""
     import torch
 
     with _lock:
         module = sys.modules.get(NAME)
         if not isinstance(module, _StandIn):
-            return module if module is not None else importlib.import_module(NAME)
+            return importlib.import_module(NAME)
         del sys.modules[NAME]
         if torch.__dict__.get("_dynamo") is module:
             del torch._dynamo

@@ -136,10 +136,8 @@ def scores_and_comments(nb) -> tuple[dict[str, float | None], dict[str, str | No
 
 def warm_up(kernel_name: str = "python3") -> None:
     """Do, in this process, the one-time work every grading process does on its first notebook:
-    compile nbformat's schema validators, look up the kernel spec, put the torch._dynamo
-    stand-in in place (the verifiers' optimizers would import it). Worker processes forked
+    compile nbformat's schema validators, look up the kernel spec. Worker processes forked
     afterwards start with it done."""
-    dynamo_on_demand.install()
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
     outputs = [
@@ -157,7 +155,8 @@ def warm_up(kernel_name: str = "python3") -> None:
 
 def grade_notebook(job: NotebookJob) -> NotebookResult:
     """Sanitize, execute and score one notebook; raises what nbgrader's conversion would raise."""
-    dynamo_on_demand.install()  # here for Dask workers; the local ones have it from warm_up
+    # Before the verifiers' optimizers would import torch._dynamo (local and Dask workers alike).
+    dynamo_on_demand.install()
     config = Config(job.config)
     steps = Autograde(config=config)  # only for the configured preprocessor lists
     resources, metadata = ResourcesDict(), ResourcesDict()
