@@ -12,10 +12,9 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.writers import FilesWriter
-from nbgrader.api import Comment, Grade, Gradebook, MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import AssignLatePenalties
-from sqlalchemy.orm import joinedload
 
 from autograder.engine import gradebook_cache, speedups
 from autograder.engine.pipeline import NotebookResult
@@ -25,7 +24,6 @@ gradebook_cache.install()
 
 
 STAGING = ".{assignment}.hooklab-partial"  # beside autograded/<student>/<assignment>
-REPLACED = ".{assignment}.hooklab-replaced"  # the same, regraded: its previous folder
 
 
 class EngineAutograde(Autograde):
@@ -45,16 +43,6 @@ class EngineAutograde(Autograde):
             return final
         return str(Path(final).parent / STAGING.format(assignment=Path(final).name))
 
-    def init_destination(self, assignment_id: str, student_id: str) -> bool:
-        """nbgrader's, except that --force leaves a graded submission's folder in place until
-        its new one replaces it (finish_staging): submissions are staged well ahead of grading
-        (batch.py), and a run stopped half-way must not have removed the results of those it
-        had not regraded yet."""
-        if not self.force or self.coursedir.notebook_id != "*":
-            return super().init_destination(assignment_id, student_id)
-        excluded = (self.coursedir.student_id_exclude or "").split(",")
-        return student_id not in excluded
-
     def start_staging(self, assignment: str, student: str) -> None:
         """From now on write to a fresh staging folder (left over from a killed run or not)."""
         self.staging = True
@@ -65,18 +53,7 @@ class EngineAutograde(Autograde):
         staged = Path(self._format_dest(assignment, student))
         self.staging = False
         staged.mkdir(parents=True, exist_ok=True)
-        final = Path(self._format_dest(assignment, student))
-        if not final.exists():
-            os.replace(staged, final)
-            return
-        # Regraded (--force): the previous folder goes only now, moved aside first, since a
-        # folder cannot be renamed over one that has files.
-        previous = final.parent / REPLACED.format(assignment=final.name)
-        shutil.rmtree(previous, ignore_errors=True)  # left over from a killed run
-        os.replace(final, previous)
-        os.replace(staged, final)
-        # The new folder is in place: what is left of the old one must not fail the submission.
-        shutil.rmtree(previous, ignore_errors=True)
+        os.replace(staged, self._format_dest(assignment, student))
 
     def discard(self, assignment: str, student: str) -> None:
         """Remove what grading a failed submission left, as nbgrader does."""
@@ -123,9 +100,8 @@ def save_auto_grades(ids: dict, result: NotebookResult) -> None:
     """
     with Gradebook(ids["db_url"]) as gb:
         notebook = gb.find_submission_notebook(ids["notebook"], ids["assignment"], ids["student"])
-        # Each record's name is its cell's: loaded with it in one query, not one query per cell.
-        grades = {grade.name: grade for grade in _with_cells(gb, Grade, notebook)}
-        comments = {comment.name: comment for comment in _with_cells(gb, Comment, notebook)}
+        grades = {grade.name: grade for grade in notebook.grades}
+        comments = {comment.name: comment for comment in notebook.comments}
         for name, score in result.scores.items():
             if name not in grades:
                 raise MissingEntry(f"No such grade: {name}")
@@ -137,9 +113,3 @@ def save_auto_grades(ids: dict, result: NotebookResult) -> None:
                 raise MissingEntry(f"No such comment: {name}")
             comments[name].auto_comment = text
         gb.db.commit()
-
-
-def _with_cells(gb: Gradebook, record: type, notebook) -> list:
-    """The notebook's Grade or Comment records, each with its cell loaded."""
-    query = gb.db.query(record).options(joinedload(record.cell))
-    return query.filter(record.notebook_id == notebook.id).all()
