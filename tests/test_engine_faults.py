@@ -168,3 +168,22 @@ def test_a_kernel_over_its_cpu_limit_dies_with_a_clear_message(tmp_path):
         KernelDied, match=r"kernel died \(signal 24, SIGXCPU\) while running cell busy"
     ):
         execute_notebook(nb, str(tmp_path), config)
+
+
+def test_output_written_to_file_descriptor_1_never_stalls_a_later_kernel(tmp_path):
+    # ipykernel copies what a notebook writes to fd 1 to its own inherited stdout (the kernel
+    # template's), and prints its connection details there at start-up: a pipe nobody read
+    # filled, and every later kernel blocked before it answered.
+    flood = nbformat.v4.new_code_cell(
+        "import os\nfor _ in range(64):\n    os.write(1, b'x' * 4096)"
+    )
+    nb = nbformat.writes(nbformat.v4.new_notebook(cells=[flood]))
+    executed = execute_notebook(nb, str(tmp_path), {"Execute": {"timeout": 20}})
+    text = "".join(o.get("text", "") for o in nbformat.reads(executed.notebook, 4).cells[0].outputs)
+    assert text == "x" * 64 * 4096
+    after = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    config = {"Execute": {"startup_timeout": 15}}
+    again = nbformat.reads(
+        execute_notebook(nbformat.writes(after), str(tmp_path), config).notebook, 4
+    )
+    assert again.cells[0].outputs[0].text == "42\n"
