@@ -19,8 +19,9 @@ ASSIGNMENT = "forward_hooks"
 CASES = ["all_correct", "blank", "wrong_predictions", "registered_twice", "tuple_appended"]
 
 
-def _autograde(root) -> subprocess.Popen:
+def _autograde(root, *options: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT]
+    command += options
     # Its own session, so that killing the group kills its workers and template process too.
     return subprocess.Popen(
         [*command, "--jobs", "1"],
@@ -35,17 +36,21 @@ def _done(root) -> list[str]:
     return sorted(p.parent.name for p in folder.glob(f"*/{ASSIGNMENT}")) if folder.exists() else []
 
 
+def _kill_once(grader: subprocess.Popen, progressed) -> None:
+    """SIGKILL the grader's whole group as soon as `progressed()` (or it ended, or 300 s)."""
+    deadline = time.monotonic() + 300
+    while not progressed() and grader.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(grader.pid, signal.SIGKILL)
+    grader.wait()
+
+
 @pytest.fixture(scope="module")
 def killed_and_rerun(tmp_path_factory):
     root = tmp_path_factory.mktemp("durability-course")
     make_course(root, [ASSIGNMENT])
     submit_cases(root, ASSIGNMENT, CASES)
-    grader = _autograde(root)
-    deadline = time.monotonic() + 300
-    while not _done(root) and grader.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(grader.pid, signal.SIGKILL)
-    grader.wait()
+    _kill_once(_autograde(root), lambda: _done(root))
     done_when_killed = _done(root)
     rerun = subprocess.run(
         [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT],
@@ -82,3 +87,58 @@ def test_one_submission_per_student_and_one_autograded_notebook_each(killed_and_
         assert course.notebook_path(f"autograded/{case}", ASSIGNMENT, root).exists()
     leftovers = [p for p in (root / "autograded").rglob("*") if "partial" in p.name]
     assert leftovers == []
+
+
+SENTINEL = "graded-by-the-first-run"
+
+
+def _regraded(root) -> list[str]:
+    return [case for case in _done(root) if not _sentinel(root, case).exists()]
+
+
+def _sentinel(root, case):
+    return root / "autograded" / case / ASSIGNMENT / SENTINEL
+
+
+@pytest.fixture(scope="module")
+def force_killed_and_rerun(tmp_path_factory):
+    """Grade everything, mark each autograded folder, then kill a --force regrade once it has
+    replaced at least one folder, and run it again."""
+    root = tmp_path_factory.mktemp("durability-force-course")
+    make_course(root, [ASSIGNMENT])
+    submit_cases(root, ASSIGNMENT, CASES)
+    assert _autograde(root).wait() == 0
+    for case in CASES:
+        _sentinel(root, case).write_text("")
+    _kill_once(_autograde(root, "--force"), lambda: _regraded(root))
+    regraded_when_killed = _regraded(root)
+    kept = [
+        case
+        for case in CASES
+        if course.notebook_path(f"autograded/{case}", ASSIGNMENT, root).exists()
+    ]
+    rerun = _autograde(root, "--force").wait()
+    return root, regraded_when_killed, kept, rerun
+
+
+def test_a_killed_regrade_keeps_the_previous_results_of_what_it_had_not_regraded(
+    force_killed_and_rerun,
+):
+    _, regraded_when_killed, kept, _ = force_killed_and_rerun
+    assert 1 <= len(regraded_when_killed) < len(CASES)
+    # Staged ahead of grading, every submission was initialised long before it was regraded:
+    # none may have lost its autograded notebook for that (a kill between the two renames of a
+    # replacement could leave one folder aside, under its "replaced" name).
+    assert len(kept) >= len(CASES) - 1, kept
+
+
+def test_the_forced_rerun_regrades_everything_and_leaves_nothing_behind(force_killed_and_rerun):
+    root, _, _, rerun = force_killed_and_rerun
+    assert rerun == 0
+    assert _regraded(root) == sorted(CASES)
+    scores = gradebook.scores(course.gradebook_url(root), ASSIGNMENT)
+    for case in CASES:
+        got = {cell.cell: cell.score for cell in scores[case]}
+        assert got == expected_scores(ASSIGNMENT, case), case
+    names = [p.name for p in (root / "autograded").rglob("*")]
+    assert not [name for name in names if "hooklab-" in name]

@@ -10,11 +10,12 @@ import gc
 import json
 import multiprocessing
 import os
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,9 +139,43 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
         stack.callback(lambda: [setattr(batch, "dispatch", None) for batch in borrowing])
         # More grading threads than workers, so a worker never waits for bookkeeping.
         threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
-        futures = [threads.submit(b.grade, student) for b in batches for student in b.students]
-        for future in as_completed(futures):
-            yield future.result()
+        yield from _stage_ahead(batches, threads)
+
+
+def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[SubmissionResult]:
+    """Stage every submission (nbgrader's bookkeeping, which needs no kernel), one after another
+    in order, on a thread of its own, and hand each to `threads` to grade as soon as it is
+    staged; yield results as they finish. Staging runs ahead of grading: most of it is done
+    while the kernel template is still importing torch and this process's core would idle,
+    instead of later, between kernels."""
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    stopping = threading.Event()
+
+    def stage_in_order() -> None:
+        for batch in batches:
+            for student in batch.students:
+                if stopping.is_set():  # the caller stopped taking results
+                    return
+                staged = batch.stage(student)
+                if isinstance(staged, SubmissionResult):
+                    done: Future = Future()
+                    done.set_result(staged)
+                    finished.put(done)
+                else:
+                    threads.submit(batch.finish, staged).add_done_callback(finished.put)
+
+    def report_crash(stager: Future) -> None:
+        if stager.exception() is not None:  # a bug: raised where the caller takes results
+            finished.put(stager)
+
+    total = sum(len(batch.students) for batch in batches)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hooklab-staging") as staging:
+        staging.submit(stage_in_order).add_done_callback(report_crash)
+        try:
+            for _ in range(total):
+                yield finished.get().result()
+        finally:
+            stopping.set()
 
 
 def _one_thread_for_torch() -> None:
@@ -151,6 +186,16 @@ def _one_thread_for_torch() -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+@dataclass
+class Staged:
+    """A submission whose bookkeeping is done (Batch.stage): its notebooks are next."""
+
+    student: str
+    converter: EngineAutograde
+    source: Path  # submitted/<student>/<assignment>
+    seconds: float = 0.0  # spent staging it
 
 
 class Batch:
@@ -195,40 +240,62 @@ class Batch:
 
     def grade(self, student: str) -> SubmissionResult:
         """Grade one submission the way `nbgrader autograde` does; never raises."""
+        staged = self.stage(student)
+        return staged if isinstance(staged, SubmissionResult) else self.finish(staged)
+
+    def stage(self, student: str) -> Staged | SubmissionResult:
+        """What nbgrader does for a submission before its notebooks are graded: the destination
+        folder (here a staging folder), the student and submission records, the copied course
+        files. A result instead when it is skipped (graded before, no --force) or fails; never
+        raises."""
         start = time.perf_counter()
         converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
         converter.force = self.force
         source = Path(converter._format_source(self.assignment, student))
         converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
-        results: list[NotebookResult] = []
+        staged = Staged(student, converter, source)
         try:
             with self.gradebook_lock:
                 if not converter.init_destination(self.assignment, student):
                     return SubmissionResult(student, self.assignment, "skipped", 0.0)
                 converter.start_staging(self.assignment, student)
                 converter.init_assignment(self.assignment, student)
-            for notebook in converter.notebooks:
-                results.append(self._grade_notebook(converter, student, notebook))
+        except Exception as error:  # one submission never stops the batch
+            return self._failed(staged, error, time.perf_counter() - start)
+        staged.seconds = time.perf_counter() - start
+        return staged
+
+    def finish(self, staged: Staged) -> SubmissionResult:
+        """Grade a staged submission's notebooks and record them, then put its autograded
+        folder in place; never raises."""
+        start = time.perf_counter()
+        converter, student = staged.converter, staged.student
+        try:
+            results = [
+                self._grade_notebook(converter, student, notebook)
+                for notebook in converter.notebooks
+            ]
             with self.gradebook_lock:
                 converter.set_permissions(self.assignment, student)
                 converter.finish_staging(self.assignment, student)
         except Exception as error:  # one submission never stops the batch
-            converter.discard(self.assignment, student)
-            message = self._explain(error, source)
-            return SubmissionResult(
-                student, self.assignment, "failed", time.perf_counter() - start, message
-            )
-        notes = submission_problems(source, self.assignment)
+            return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
+        notes = submission_problems(staged.source, self.assignment)
         notes += [note for result in results for note in self._execution_notes(result)]
         peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
         return SubmissionResult(
             student,
             self.assignment,
             "graded",
-            time.perf_counter() - start,
+            staged.seconds + time.perf_counter() - start,
             "; ".join(notes),
             max(peaks) if peaks else None,
         )
+
+    def _failed(self, staged: Staged, error: Exception, seconds: float) -> SubmissionResult:
+        staged.converter.discard(self.assignment, staged.student)
+        message = self._explain(error, staged.source)
+        return SubmissionResult(staged.student, self.assignment, "failed", seconds, message)
 
     def _grade_notebook(
         self, converter: EngineAutograde, student: str, notebook: str

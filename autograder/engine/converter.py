@@ -24,6 +24,7 @@ gradebook_cache.install()
 
 
 STAGING = ".{assignment}.hooklab-partial"  # beside autograded/<student>/<assignment>
+REPLACED = ".{assignment}.hooklab-replaced"  # the same, regraded: its previous folder
 
 
 class EngineAutograde(Autograde):
@@ -43,6 +44,16 @@ class EngineAutograde(Autograde):
             return final
         return str(Path(final).parent / STAGING.format(assignment=Path(final).name))
 
+    def init_destination(self, assignment_id: str, student_id: str) -> bool:
+        """nbgrader's, except that --force leaves a graded submission's folder in place until
+        its new one replaces it (finish_staging): submissions are staged well ahead of grading
+        (batch.py), and a run stopped half-way must not have removed the results of those it
+        had not regraded yet."""
+        if not self.force or self.coursedir.notebook_id != "*":
+            return super().init_destination(assignment_id, student_id)
+        excluded = (self.coursedir.student_id_exclude or "").split(",")
+        return student_id not in excluded
+
     def start_staging(self, assignment: str, student: str) -> None:
         """From now on write to a fresh staging folder (left over from a killed run or not)."""
         self.staging = True
@@ -53,7 +64,17 @@ class EngineAutograde(Autograde):
         staged = Path(self._format_dest(assignment, student))
         self.staging = False
         staged.mkdir(parents=True, exist_ok=True)
-        os.replace(staged, self._format_dest(assignment, student))
+        final = Path(self._format_dest(assignment, student))
+        if not final.exists():
+            os.replace(staged, final)
+            return
+        # Regraded (--force): the previous folder goes only now, moved aside first, since a
+        # folder cannot be renamed over one that has files.
+        previous = final.parent / REPLACED.format(assignment=final.name)
+        shutil.rmtree(previous, ignore_errors=True)  # left over from a killed run
+        os.replace(final, previous)
+        os.replace(staged, final)
+        shutil.rmtree(previous)
 
     def discard(self, assignment: str, student: str) -> None:
         """Remove what grading a failed submission left, as nbgrader does."""
