@@ -1,5 +1,5 @@
-"""The drop-ins of autograder/engine/speedups.py and kernel_speedups.py give the verdicts and values
-of the code they stand in for."""
+"""The drop-ins of autograder/engine/speedups.py, kernel_speedups.py and kernel_messaging.py give
+the verdicts and values of the code they stand in for."""
 
 from datetime import UTC
 
@@ -38,7 +38,7 @@ def test_message_dates_parse_as_jupyter_client_parses_them():
 
     from jupyter_client import jsonutil
 
-    from autograder.engine.kernel_speedups import extract_dates
+    from autograder.engine.kernel_messaging import extract_dates
 
     moment = datetime(2026, 11, 23, 9, 30, 5, 123456, tzinfo=UTC)
     texts = [

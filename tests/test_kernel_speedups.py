@@ -1,6 +1,7 @@
-"""The kernel template's speed-ups (autograder/engine/kernel_speedups.py) must change nothing a
-notebook shows: the same notebook run in a warm kernel and in a stock ipykernel (started cold,
-as `nbgrader autograde` starts it) gives the same outputs, tracebacks and PNG bytes included."""
+"""The kernel template's speed-ups (autograder/engine/kernel_speedups.py, kernel_messaging.py)
+must change nothing a notebook shows: the same notebook run in a warm kernel and in a stock
+ipykernel (started cold, as `nbgrader autograde` starts it) gives the same outputs, tracebacks
+and PNG bytes included."""
 
 import os
 
@@ -41,6 +42,9 @@ CELLS = [
     "%precision 3\nimport math\nmath.pi",
     "digits = !echo 123\ndigits",
     "sys.stderr.write('last')\nsys.stderr.flush()\nprint('done', end='')",
+    # Outputs queued for the IOPub thread in quick succession, and a cell that awaits.
+    "for k in range(3):\n    print(k, flush=True)\n    display(k)\n    print(-k, file=sys.stderr)",
+    "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')",
     # Not compared: how often the first figure was drawn, and whether the kernel's logger builds
     # debug records (it must still build the errors its handler shows).
     "print(len(draws))",
@@ -50,7 +54,9 @@ CELLS = [
     "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False),\n"
     "      'transform_each_cell_once' in transform.__qualname__,\n"
     "      any(t.name == 'Shell channel' for t in threading.enumerate()),\n"
-    "      'torch._dynamo.config' in sys.modules)",
+    "      'torch._dynamo.config' in sys.modules,\n"
+    "      'wake_iopub_thread_once' in type(get_ipython().kernel.iopub_thread).schedule.__qualname__,\n"
+    "      'may_await' in sys.modules['IPython.core.interactiveshell']._should_be_async.__qualname__)",
 ]
 UNCOMPARED = 3
 
@@ -103,14 +109,17 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert warm.cells[-2].outputs[0].text.split() == ["False", "True"]
     # Streams and transformed input came out the same (above), though warm kernels skip empty
     # flushes and the sleep before each reply, transform each cell once, and read shell
-    # requests on the main thread instead of a thread of their own, and their optimizer (same
+    # requests on the main thread instead of a thread of their own, wake their IOPub thread
+    # once for what is queued, compile cells without "await" once, and their optimizer (same
     # weights, above) did not import torch._dynamo.
     results = [o for cell in _shown(warm) for o in cell if o["output_type"] == "execute_result"]
     assert [o["data"]["text/plain"] for o in results][-2:] == ["3.142", "['123']"]
     streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
     assert "".join(o["text"] for o in streams).count("from a thread") == 1
-    assert stock.cells[-1].outputs[0].text.split() == ["0.0005", "False", "False", "True", "True"]
-    assert warm.cells[-1].outputs[0].text.split() == ["0.0", "True", "True", "False", "False"]
+    stock_flags = "0.0005 False False True True False False"
+    warm_flags = "0.0 True True False False True True"
+    assert stock.cells[-1].outputs[0].text.split() == stock_flags.split()
+    assert warm.cells[-1].outputs[0].text.split() == warm_flags.split()
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
 
 
@@ -144,11 +153,11 @@ def test_a_flush_waits_for_a_timed_flush_that_has_taken_the_output(monkeypatch):
     from ipykernel.iostream import IOPubThread, OutStream
     from jupyter_client.session import Session
 
-    from autograder.engine import kernel_speedups
+    from autograder.engine import kernel_messaging
 
     monkeypatch.setattr(OutStream, "flush", OutStream.flush)  # put back afterwards
     monkeypatch.setattr(OutStream, "_flush", OutStream._flush)
-    kernel_speedups._skip_empty_flushes()
+    kernel_messaging._skip_empty_flushes()
     context = zmq.Context()
     iopub = IOPubThread(context.socket(zmq.PUB))
     iopub.start()

@@ -2,7 +2,7 @@
 exactly what a stock ipykernel shows (tracebacks, figures, streams), with less repeated work.
 
 An unfinished notebook raises in a dozen cells, and formatting those tracebacks was most of what
-its kernel spent; the rest is per-cell messaging. What is no longer repeated or waited for:
+its kernel spent; the rest is per-cell work. What is no longer repeated:
 
 * IPython formats each error twice with the same arguments: once to show it, once to store it in
   the history. The second call returns the first call's lines.
@@ -20,37 +20,23 @@ its kernel spent; the rest is per-cell messaging. What is no longer repeated or 
   that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
   is drawn from scratch either way (tests/test_kernel_speedups.py compares the PNG bytes).
 * ipykernel inspects the signature of the shell's run_cell for every cell: here once per function.
-* jupyter_client parses the dates in every message it receives with dateutil: here with
-  `datetime.fromisoformat` (the same datetimes), falling back to dateutil for anything else.
-* The kernel's logger builds a record for every debug call on every message, which its handler
-  then drops: its level is raised to what its handlers would emit.
 * ipykernel runs IPython's static input transforms (magics, `!`, `?`) on each cell, then IPython
   runs them again on the same text. They are a function of the text and the transform lists
   only: the second run returns the first run's result.
-* After every cell ipykernel flushes stdout and stderr: each flush hands two tasks to the IOPub
-  thread and waits for them, even when nothing was written. Here a flush with nothing written,
-  nothing pending and no timed flush under way returns at once; anything else is flushed as
-  before.
-* ipykernel 7 receives shell requests on a thread of their own, which hands each to the main
-  thread over a socket pair and each reply back the same way, so that "subshells" (extra
-  threads running cells concurrently) can be served. Nothing here asks for a subshell: the
-  main thread reads the shell socket itself, as ipykernel 6 did (and ipykernel 7 still does
-  without that thread), and the kernel no longer lists subshells among its features.
-* ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
-  outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
-  after every output of the cell either way, so the kernels here do not sleep.
+* To learn whether a cell needs an event loop (top-level `await`), IPython compiles it, twice
+  per cell (once asked by ipykernel, once by run_cell), before compiling it again to run it.
+  A cell without the words "await" and "async" cannot need one: it is not compiled for that.
+
+The per-message work (ipykernel's IOPub thread, flushes, dates, logging) is kernel_messaging.py's.
 """
 
 from __future__ import annotations
 
 import inspect
-import logging
 import sys
-import threading
-from datetime import datetime
 from typing import Any, ClassVar
 
-from jupyter_client import jsonutil
+from autograder.engine import kernel_messaging
 
 _MEMO_SIZE = 512
 
@@ -246,43 +232,6 @@ def _remember_accepted_parameters() -> None:
     ipkernel._accepts_parameters = accepts_parameters
 
 
-def parse_date(text: str | None) -> Any:
-    """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
-    if text is None or not jsonutil.ISO8601_PAT.match(text):
-        return text
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return jsonutil.parse_date(text)
-    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
-
-
-def extract_dates(obj: Any) -> Any:
-    """jupyter_client's extract_dates (the dates in a message just received), with parse_date."""
-    if isinstance(obj, dict):
-        return {key: extract_dates(value) for key, value in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [extract_dates(item) for item in obj]
-    if isinstance(obj, str):
-        return parse_date(obj)
-    return obj
-
-
-def drop_unheard_log_records(logger: logging.Logger) -> None:
-    """Raise `logger`'s level to the lowest level at which any handler that its records reach
-    would emit them. traitlets leaves a kernel's logger at DEBUG and filters in its handler (at
-    ERROR here), so each message the kernel handled built debug records that nobody sees."""
-    levels, current = [], logger
-    while current is not None:
-        levels += [handler.level for handler in current.handlers]
-        if not current.propagate:
-            break
-        current = current.parent
-    floor = min(levels) if levels else (logging.lastResort.level if logging.lastResort else 0)
-    if logger.getEffectiveLevel() < floor:
-        logger.setLevel(floor)
-
-
 def _transform_each_cell_once() -> None:
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -306,82 +255,27 @@ def _transform_each_cell_once() -> None:
     TransformerManager.transform_cell = transform_cell
 
 
-def _skip_empty_flushes() -> None:
-    from ipykernel.iostream import OutStream
+def _compile_only_cells_that_may_await() -> None:
+    from IPython.core import interactiveshell
 
-    original, original_flush_now = OutStream.flush, OutStream._flush
-    count_lock = threading.Lock()
+    original = interactiveshell._should_be_async
 
-    def _flush(self):
-        # Counted from before it takes the buffers until its message is queued for sending.
-        with count_lock:
-            self._hooklab_flushes_under_way = getattr(self, "_hooklab_flushes_under_way", 0) + 1
-        try:
-            original_flush_now(self)
-        finally:
-            with count_lock:
-                self._hooklab_flushes_under_way -= 1
+    def _should_be_async(cell: str) -> bool:
+        # A cell is a coroutine only through a top-level await, async for or async with, and
+        # each needs one of these words in its text (a keyword cannot be spelt otherwise).
+        if isinstance(cell, str) and "await" not in cell and "async" not in cell:
+            return False
+        return original(cell)
 
-    def flush(self):
-        # Nothing buffered, no flush on its way and none under way: the IOPub thread has nothing
-        # of this stream to send, so there is nothing to wait for. A timed flush under way on
-        # that thread has taken the buffers but not yet queued its message; the stock flush
-        # queues behind it, so what the kernel sends next (its idle status) follows the output.
-        if self.echo is None and not (
-            self._flush_pending
-            or self._subprocess_flush_pending
-            or self._buffers
-            or getattr(self, "_hooklab_flushes_under_way", 0)
-        ):
-            return
-        original(self)
-
-    flush.hooklab = True
-    OutStream.flush, OutStream._flush = flush, _flush
-
-
-def _no_sleep_before_replies() -> None:
-    from ipykernel.kernelbase import Kernel
-
-    Kernel.class_traits()["_execute_sleep"].default_value = 0.0
-
-
-class _NoShellChannelThread:
-    """Stands where ipykernel 7 keeps its shell-channel thread: false, as a missing thread is,
-    with the one attribute ipykernel reads from it even then (which thread runs cells)."""
-
-    def __init__(self) -> None:
-        self.parent_thread = threading.current_thread()
-
-    def __bool__(self) -> bool:
-        return False
-
-
-def _serve_shell_on_main_thread() -> None:
-    from ipykernel.kernelapp import IPKernelApp
-    from ipykernel.kernelbase import Kernel
-
-    original = IPKernelApp.init_control
-
-    def init_control(self, context):
-        original(self, context)
-        self.shell_channel_thread = _NoShellChannelThread()
-
-    IPKernelApp.init_control = init_control
-    # Stock: "is not None", which the stand-in is not.
-    Kernel._supports_kernel_subshells = property(lambda self: bool(self.shell_channel_thread))
+    interactiveshell._should_be_async = _should_be_async
 
 
 def install() -> None:
-    _serve_shell_on_main_thread()
+    kernel_messaging.install()
     _memoize_repeated_traceback()
     _reuse_highlighting()
     _reuse_traceback_formatters()
     _skip_unneeded_module_scans()
     _remember_accepted_parameters()
     _transform_each_cell_once()
-    _skip_empty_flushes()
-    _no_sleep_before_replies()
-    from jupyter_client import session
-
-    session.extract_dates = extract_dates
+    _compile_only_cells_that_may_await()

@@ -9,7 +9,7 @@ same verdicts and values as the code it stands in for, only without repeating wo
   schema compiled by fastjsonschema (which nbformat itself uses for whole notebooks); an output it
   rejects goes through nbformat's own validation, so the error raised is nbformat's.
 * jupyter_client parses every date in every message header with dateutil: here as in kernels
-  (kernel_speedups.extract_dates).
+  (kernel_messaging.extract_dates).
 * jupyter_client's asyncio channels wait for every message through pyzmq's asyncio poller (a
   few futures and event-loop turns per message), also when it is already there. Here a message
   already received is taken at once; only when none is there does the channel wait as before.
@@ -32,7 +32,7 @@ from jupyter_client import session
 from jupyter_client.channels import AsyncZMQSocketChannel
 from nbformat.validator import _get_schema_json
 
-from autograder.engine import kernel_speedups
+from autograder.engine import kernel_messaging
 
 
 class _CompiledOnce:
@@ -137,5 +137,5 @@ def install() -> None:
     if not isinstance(nbgrader_format.jsonschema, _CompiledOnce):
         nbgrader_format.jsonschema = _CompiledOnce()
     nbbase.validate = _validate_node
-    session.extract_dates = kernel_speedups.extract_dates
+    session.extract_dates = kernel_messaging.extract_dates
     AsyncZMQSocketChannel.get_msg = _get_msg

@@ -159,7 +159,7 @@ def _become_kernel(request: dict) -> None:
     from ipykernel import kernelapp
     from zmq.utils.garbage import gc as zmq_garbage
 
-    from autograder.engine import kernel_speedups
+    from autograder.engine import kernel_messaging
 
     # pyzmq starts this thread on the first large zero-copy message (an image, evidence): after
     # a fork bomb has used up the kernel's process limit it could not, and the message would go
@@ -171,7 +171,7 @@ def _become_kernel(request: dict) -> None:
     sys.argv = ["ipykernel_launcher", *argv]
     app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
     app.initialize(argv)
-    kernel_speedups.drop_unheard_log_records(app.log)
+    kernel_messaging.drop_unheard_log_records(app.log)
     app.start()
 
 

@@ -1,0 +1,175 @@
+"""Messaging speed-ups installed in the kernel template (zygote.py) with kernel_speedups.py:
+what ipykernel and jupyter_client repeat or wait for on every message, which a kernel (and, for
+the dates, a grading worker) no longer does. A kernel sends and receives exactly what a stock
+ipykernel does, in the same order (tests/test_kernel_speedups.py compares with a stock kernel).
+
+* jupyter_client parses the dates in every message it receives with dateutil: here with
+  `datetime.fromisoformat` (the same datetimes), falling back to dateutil for anything else.
+* The kernel's logger builds a record for every debug call on every message, which its handler
+  then drops: its level is raised to what its handlers would emit.
+* After every cell ipykernel flushes stdout and stderr: each flush hands two tasks to the IOPub
+  thread and waits for them, even when nothing was written. Here a flush with nothing written,
+  nothing pending and no timed flush under way returns at once; anything else is flushed as
+  before.
+* ipykernel hands every IOPub message (four or more per cell) to its IOPub thread with a wake-up
+  message of its own on an in-process zmq socket, which that thread receives through a
+  ZMQStream. Here the thread is woken through its event loop instead, and only when it is not
+  already due to wake: it then sends everything queued, in order, as before.
+* ipykernel 7 receives shell requests on a thread of their own, which hands each to the main
+  thread over a socket pair and each reply back the same way, so that "subshells" (extra
+  threads running cells concurrently) can be served. Nothing here asks for a subshell: the
+  main thread reads the shell socket itself, as ipykernel 6 did (and ipykernel 7 still does
+  without that thread), and the kernel no longer lists subshells among its features.
+* ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
+  outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
+  after every output of the cell either way, so the kernels here do not sleep.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+from typing import Any
+
+from jupyter_client import jsonutil
+
+
+def parse_date(text: str | None) -> Any:
+    """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
+    if text is None or not jsonutil.ISO8601_PAT.match(text):
+        return text
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return jsonutil.parse_date(text)
+    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
+
+
+def extract_dates(obj: Any) -> Any:
+    """jupyter_client's extract_dates (the dates in a message just received), with parse_date."""
+    if isinstance(obj, dict):
+        return {key: extract_dates(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [extract_dates(item) for item in obj]
+    if isinstance(obj, str):
+        return parse_date(obj)
+    return obj
+
+
+def drop_unheard_log_records(logger: logging.Logger) -> None:
+    """Raise `logger`'s level to the lowest level at which any handler that its records reach
+    would emit them. traitlets leaves a kernel's logger at DEBUG and filters in its handler (at
+    ERROR here), so each message the kernel handled built debug records that nobody sees."""
+    levels, current = [], logger
+    while current is not None:
+        levels += [handler.level for handler in current.handlers]
+        if not current.propagate:
+            break
+        current = current.parent
+    floor = min(levels) if levels else (logging.lastResort.level if logging.lastResort else 0)
+    if logger.getEffectiveLevel() < floor:
+        logger.setLevel(floor)
+
+
+def _skip_empty_flushes() -> None:
+    from ipykernel.iostream import OutStream
+
+    original, original_flush_now = OutStream.flush, OutStream._flush
+    count_lock = threading.Lock()
+
+    def _flush(self):
+        # Counted from before it takes the buffers until its message is queued for sending.
+        with count_lock:
+            self._hooklab_flushes_under_way = getattr(self, "_hooklab_flushes_under_way", 0) + 1
+        try:
+            original_flush_now(self)
+        finally:
+            with count_lock:
+                self._hooklab_flushes_under_way -= 1
+
+    def flush(self):
+        # Nothing buffered, no flush on its way and none under way: the IOPub thread has nothing
+        # of this stream to send, so there is nothing to wait for. A timed flush under way on
+        # that thread has taken the buffers but not yet queued its message; the stock flush
+        # queues behind it, so what the kernel sends next (its idle status) follows the output.
+        if self.echo is None and not (
+            self._flush_pending
+            or self._subprocess_flush_pending
+            or self._buffers
+            or getattr(self, "_hooklab_flushes_under_way", 0)
+        ):
+            return
+        original(self)
+
+    flush.hooklab = True
+    OutStream.flush, OutStream._flush = flush, _flush
+
+
+def _no_sleep_before_replies() -> None:
+    from ipykernel.kernelbase import Kernel
+
+    Kernel.class_traits()["_execute_sleep"].default_value = 0.0
+
+
+class _NoShellChannelThread:
+    """Stands where ipykernel 7 keeps its shell-channel thread: false, as a missing thread is,
+    with the one attribute ipykernel reads from it even then (which thread runs cells)."""
+
+    def __init__(self) -> None:
+        self.parent_thread = threading.current_thread()
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _serve_shell_on_main_thread() -> None:
+    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.kernelbase import Kernel
+
+    original = IPKernelApp.init_control
+
+    def init_control(self, context):
+        original(self, context)
+        self.shell_channel_thread = _NoShellChannelThread()
+
+    IPKernelApp.init_control = init_control
+    # Stock: "is not None", which the stand-in is not.
+    Kernel._supports_kernel_subshells = property(lambda self: bool(self.shell_channel_thread))
+
+
+def _wake_iopub_thread_once() -> None:
+    from ipykernel.iostream import IOPubThread
+
+    original = IOPubThread.schedule
+
+    def send_queued(self) -> None:
+        # Cleared before the queue is read: whatever is queued after this gets a wake-up.
+        self._hooklab_wake_due = False
+        while self._events:
+            self._events.popleft()()
+
+    def schedule(self, f) -> None:
+        if not self.thread.is_alive():  # stock: run it here (the thread is gone, or this is a fork)
+            return original(self, f)
+        self._events.append(f)
+        if getattr(self, "_hooklab_wake_due", False):
+            return
+        self._hooklab_wake_due = True
+        try:
+            self.io_loop.asyncio_loop.call_soon_threadsafe(send_queued, self)
+        except RuntimeError:  # its loop closed as the kernel stops: the stock wake-up
+            self._hooklab_wake_due = False
+            self._event_pipe.send(b"")
+
+    IOPubThread.schedule = schedule
+
+
+def install() -> None:
+    _serve_shell_on_main_thread()
+    _skip_empty_flushes()
+    _wake_iopub_thread_once()
+    _no_sleep_before_replies()
+    from jupyter_client import session
+
+    session.extract_dates = extract_dates
