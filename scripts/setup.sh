@@ -17,6 +17,11 @@ else
   python=.venv/bin/python
 fi
 
+# Where PYTHONDONTWRITEBYTECODE is set (these machines set it), Python caches no compiled modules
+# and every process compiles the package again: the kernel template does before its first kernel.
+# Compiled here once (a no-op when up to date).
+"$python" -m compileall -q autograder
+
 # Re-install only when pyproject.toml changed since the last successful set-up.
 stamp="$("$python" -c 'import sys; print(sys.prefix)')/.hooklab-setup"
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"

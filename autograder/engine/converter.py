@@ -12,9 +12,10 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.writers import FilesWriter
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Comment, Grade, Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import AssignLatePenalties
+from sqlalchemy.orm import joinedload
 
 from autograder.engine import gradebook_cache, speedups
 from autograder.engine.pipeline import NotebookResult
@@ -121,8 +122,9 @@ def save_auto_grades(ids: dict, result: NotebookResult) -> None:
     """
     with Gradebook(ids["db_url"]) as gb:
         notebook = gb.find_submission_notebook(ids["notebook"], ids["assignment"], ids["student"])
-        grades = {grade.name: grade for grade in notebook.grades}
-        comments = {comment.name: comment for comment in notebook.comments}
+        # Each record's name is its cell's: loaded with it in one query, not one query per cell.
+        grades = {grade.name: grade for grade in _with_cells(gb, Grade, notebook)}
+        comments = {comment.name: comment for comment in _with_cells(gb, Comment, notebook)}
         for name, score in result.scores.items():
             if name not in grades:
                 raise MissingEntry(f"No such grade: {name}")
@@ -134,3 +136,9 @@ def save_auto_grades(ids: dict, result: NotebookResult) -> None:
                 raise MissingEntry(f"No such comment: {name}")
             comments[name].auto_comment = text
         gb.db.commit()
+
+
+def _with_cells(gb: Gradebook, record: type, notebook) -> list:
+    """The notebook's Grade or Comment records, each with its cell loaded."""
+    query = gb.db.query(record).options(joinedload(record.cell))
+    return query.filter(record.notebook_id == notebook.id).all()
