@@ -46,10 +46,11 @@ def preload() -> None:
     """Import, once, what every kernel and every notebook of the course needs."""
     import importlib
 
-    from autograder.engine import dynamo_on_demand, kernel_speedups
+    from autograder.engine import dynamo_on_demand, kernel_command_line, kernel_speedups
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     kernel_speedups.install()
+    kernel_command_line.install()
     for module in PRELOAD:
         importlib.import_module(module)
     # Nothing above imports torch._dynamo: the kernels' optimizers then do not either.

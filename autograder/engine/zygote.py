@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.engine import isolation, template_warmup
+from autograder.engine import isolation, kernel_command_line, template_warmup
 from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -165,9 +165,7 @@ def _become_kernel(request: dict) -> None:
     # a fork bomb has used up the kernel's process limit it could not, and the message would go
     # out half-sent, corrupting the next one. Started here, before any notebook code runs.
     zmq_garbage.start()
-    cmd = request["cmd"]
-    # cmd is `python -m ipykernel_launcher -f <connection file> ...`: keep what follows the module.
-    argv = cmd[cmd.index("-m") + 2 :] if "-m" in cmd else cmd[1:]
+    argv = kernel_command_line.kernel_argv(request["cmd"])
     sys.argv = ["ipykernel_launcher", *argv]
     app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
     app.initialize(argv)
@@ -203,6 +201,7 @@ class _Kernels:
 
         init = None
         template_warmup.list_loaded_modules()
+        kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
         # What the kernel inherits goes to the collector's permanent generation: a kernel's full
         # collections (frequent while it parses or builds figures) would otherwise walk torch's
         # and matplotlib's millions of objects each time, and copy every page they sit on.
