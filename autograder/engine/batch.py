@@ -238,11 +238,6 @@ class Batch:
         """Grade every submission; yields results as they finish (in completion order)."""
         return run_batches([self], jobs)
 
-    def grade(self, student: str) -> SubmissionResult:
-        """Grade one submission the way `nbgrader autograde` does; never raises."""
-        staged = self.stage(student)
-        return staged if isinstance(staged, SubmissionResult) else self.finish(staged)
-
     def stage(self, student: str) -> Staged | SubmissionResult:
         """What nbgrader does for a submission before its notebooks are graded: the destination
         folder (here a staging folder), the student and submission records, the copied course
