@@ -75,7 +75,8 @@ class EngineAutograde(Autograde):
         shutil.rmtree(previous, ignore_errors=True)  # left over from a killed run
         os.replace(final, previous)
         os.replace(staged, final)
-        shutil.rmtree(previous)
+        # The new folder is in place: what is left of the old one must not fail the submission.
+        shutil.rmtree(previous, ignore_errors=True)
 
     def discard(self, assignment: str, student: str) -> None:
         """Remove what grading a failed submission left, as nbgrader does."""
