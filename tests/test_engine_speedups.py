@@ -109,3 +109,56 @@ def test_a_channel_takes_waiting_messages_at_once_and_still_waits_for_later_ones
         context.term()
 
     asyncio.run(scenario())
+
+
+def test_a_channel_waiting_without_a_time_limit_lets_timers_run_and_can_be_cancelled():
+    # nbclient waits on IOPub with no time limit while the cell's time-out and the kernel-alive
+    # check are timers and tasks of the same event loop: the wait must let them run.
+    import asyncio
+    import itertools
+    import threading
+    import time
+
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from jupyter_client.session import Session
+
+    from autograder.engine import speedups
+
+    async def scenario() -> None:
+        context, plain_context = zmq.asyncio.Context(), zmq.Context()
+        kernel_end, client_end = plain_context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+        port = kernel_end.bind_to_random_port("tcp://127.0.0.1")
+        client_end.connect(f"tcp://127.0.0.1:{port}")
+        session = Session(key=b"secret")
+        channel = AsyncZMQSocketChannel(client_end, session)
+        ticks = []
+        # A wait that blocked the loop would never time out: this message ends it after 3 s,
+        # and the test fails instead of hanging.
+        rescue = threading.Timer(3.0, session.send, (kernel_end, "stream", {"late": True}))
+        rescue.start()
+
+        async def ticker() -> None:
+            while True:
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.ensure_future(ticker())
+        start = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(speedups._get_msg(channel, timeout=None), timeout=0.5)
+        waited = time.monotonic() - start
+        ticking.cancel()
+        rescue.cancel()
+        assert waited < 2.0
+        # The ticker ran all along: no gap much longer than a slice (slack for a busy machine).
+        gaps = [later - earlier for earlier, later in itertools.pairwise(ticks)]
+        assert len(ticks) >= 5 and max(gaps) < 0.3
+        rescue.join()
+        for socket in (kernel_end, client_end):
+            socket.close(linger=0)
+        context.term()
+        plain_context.term()
+
+    asyncio.run(scenario())
