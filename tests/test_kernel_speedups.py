@@ -194,3 +194,76 @@ def test_a_flush_waits_for_a_timed_flush_that_has_taken_the_output(monkeypatch):
         iopub.stop()
         iopub.close()
         context.term()
+
+
+TRICKY_INPUTS = [
+    "%time x = 1",
+    "a = %who_ls",
+    "b = !echo hi",
+    "!echo hi",
+    "x = 1\nx?",
+    "?x",
+    "x??",
+    "/print 1",
+    ",print a b",
+    ";print a b",
+    "    /print 1",
+    "if True:\n    %time 1",
+    "y = 1 != 2",
+    "s = '''\n/not a call\n'''",
+    "print(f'{0.5:.0%}')",
+    "x = 1 \\\n    / 2",
+    "%%time\nx = 1",
+    ">>> print(1)\n... ",
+    "In [1]: print(1)",
+    "  x = 1",
+    "\n\nx = 1",
+    "x = 'unterminated",
+    "def f():\n    return 1\n",
+    "x = [1,\n     2]",
+]
+
+
+def test_cells_skipped_by_the_tokenizer_transform_exactly_as_in_ipython():
+    # The kernel skips IPython's token transforms for a cell with none of their marks: every
+    # cell of the course and some that need them transform as stock IPython transforms them.
+    import json
+    import subprocess
+    import sys
+
+    from autograder import course
+
+    cells = list(TRICKY_INPUTS)
+    for path in sorted((course.ROOT / "solutions").glob("*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        cells += [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    program = (
+        "import json, sys\n"
+        "from IPython.core.inputtransformer2 import TransformerManager\n"
+        "if sys.argv[1] == 'warm':\n"
+        "    from autograder.engine import kernel_speedups\n"
+        "    kernel_speedups.install()\n"
+        "manager = TransformerManager()\n"
+        "out = []\n"
+        "for cell in json.load(sys.stdin):\n"
+        "    try:\n"
+        "        out.append(manager.transform_cell(cell))\n"
+        "    except Exception as error:\n"
+        "        out.append(f'{type(error).__name__}: {error}')\n"
+        "print(json.dumps(out))\n"
+    )
+    results = {}
+    for mode in ("stock", "warm"):
+        done = subprocess.run(
+            [sys.executable, "-c", program, mode],
+            input=json.dumps(cells),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        results[mode] = json.loads(done.stdout)
+    assert len(results["warm"]) == len(cells) > 100
+    assert results["warm"] == results["stock"]
+    # The tricky ones do change: the comparison covers the transforms, not only the skipping.
+    changed = [a != b for a, b in zip(TRICKY_INPUTS, results["stock"], strict=False)]
+    assert sum(changed) >= 10

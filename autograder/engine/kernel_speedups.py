@@ -23,6 +23,9 @@ its kernel spent; the rest is per-cell work. What is no longer repeated:
 * ipykernel runs IPython's static input transforms (magics, `!`, `?`) on each cell, then IPython
   runs them again on the same text. They are a function of the text and the transform lists
   only: the second run returns the first run's result.
+* IPython tokenizes every cell for its token transforms (`a = %magic`, `!cmd`, `obj?`, `/f x`);
+  a cell without "%", "!", "?" and without a line starting with "," ";" or "/" has nothing
+  they change, and is not tokenized.
 * To learn whether a cell needs an event loop (top-level `await`), IPython compiles it, twice
   per cell (once asked by ipykernel, once by run_cell), before compiling it again to run it.
   A cell without the words "await" and "async" cannot need one: it is not compiled for that.
@@ -253,6 +256,38 @@ def _transform_each_cell_once() -> None:
         return transformed
 
     TransformerManager.transform_cell = transform_cell
+    _tokenize_only_cells_that_may_need_it()
+
+
+# What IPython's token transforms look for, and so what a cell's text must contain for one to
+# apply: "%" (a = %magic), "!" (a = !cmd, !cmd), "?" (obj?, ?obj), or a line that starts with an
+# escape ("," ";" "/": autocall), after its indentation.
+_TOKEN_MARKS = ("%", "!", "?")
+_LINE_ESCAPES = (",", ";", "/")
+
+
+def _may_need_tokens(lines: list[str]) -> bool:
+    text = "".join(lines)
+    if any(mark in text for mark in _TOKEN_MARKS):
+        return True
+    return any(line.lstrip().startswith(_LINE_ESCAPES) for line in lines)
+
+
+def _tokenize_only_cells_that_may_need_it() -> None:
+    from IPython.core import inputtransformer2 as it2
+
+    original = it2.TransformerManager.do_token_transforms
+    stock = [it2.MagicAssign, it2.SystemAssign, it2.EscapedCommand, it2.HelpEnd]
+
+    def do_token_transforms(self, lines: list[str]) -> list[str]:
+        # Tokenizing a cell costs more than the rest of running a small one; a cell with none
+        # of the marks above comes back from the token transforms unchanged, so it is not
+        # tokenized. Only with IPython's own transforms: another one may look for anything.
+        if self.token_transformers == stock and not _may_need_tokens(lines):
+            return lines
+        return original(self, lines)
+
+    it2.TransformerManager.do_token_transforms = do_token_transforms
 
 
 def _compile_only_cells_that_may_await() -> None:
