@@ -309,8 +309,8 @@ def _stdout_to_devnull() -> None:
     """Once the grader has read "listening", nothing reads this process's stdout (a pipe), yet
     every kernel inherits it: ipykernel prints its connection details there at start-up, and
     copies there whatever a notebook writes to file descriptor 1. Once the pipe's 64 KiB were
-    full (about 190 kernels, or one notebook writing that much), every later kernel blocked
-    before it could answer, and its notebook failed with "Kernel didn't respond"."""
+    full (some 150 to 200 kernels, or one notebook writing that much), every later kernel
+    blocked before it could answer, and its notebook failed with "Kernel didn't respond"."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
