@@ -19,7 +19,7 @@ from autograder import notebooks
 from autograder.checks import apply_init
 from autograder.checks.evidence import MIMETYPE, Evidence
 from autograder.checks.trusted import VERIFIERS, Suspicious
-from autograder.engine.scan import scan_source
+from autograder.engine.scan import PROTECTED_ROOTS, scan_source
 from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
 
 ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "hooks_in_practice"]
@@ -268,6 +268,16 @@ TAMPERING = {
 def test_the_scan_flags_tampering_constructs(source):
     found = scan_source(source, "cell")
     assert any(TAMPERING[source] in finding.what for finding in found), found
+
+
+def test_a_remembered_scan_names_the_cell_it_was_asked_about():
+    # Findings are remembered per source; the cell in each finding is the caller's.
+    source = "import torch as t\nt.allclose = lambda *a, **k: True\nimport ctypes"
+    fresh = scan_source(source, "first", protected=set(PROTECTED_ROOTS))
+    assert [f.cell for f in fresh] == ["first", "first"]
+    assert scan_source(source, "first") == fresh
+    again = scan_source(source, "second")
+    assert [(f.cell, f.line, f.what) for f in again] == [("second", f.line, f.what) for f in fresh]
 
 
 @pytest.mark.parametrize(
