@@ -15,6 +15,8 @@ its kernel spent; the rest is per-cell work. What is no longer repeated:
 * `inspect.getmodule` scans all of sys.modules (~3000 entries) for every frame whose file is a
   notebook cell, which no module has. The scan only registers modules imported since the last
   one, so when none were, the scan is skipped; the answer is the same.
+* With tight bounding boxes a figure is drawn twice, the first time only to lay it out; its
+  images are not resampled for that pass.
 * matplotlib draws every changed figure after each cell (pyplot's post-execute hook), and the
   inline backend's hook right after draws each figure again to show it, then closes it. When
   that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
@@ -35,6 +37,7 @@ The per-message work (ipykernel's IOPub thread, flushes, dates, logging) is kern
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from typing import Any, ClassVar
@@ -201,6 +204,33 @@ def skip_drawing_before_inline_flush() -> None:
 
     _draw_all_if_interactive.hooklab = True
     pyplot._draw_all_if_interactive = _draw_all_if_interactive
+
+
+def skip_images_in_layout_passes() -> None:
+    """Call after importing matplotlib (a child template does, as for the skip above).
+
+    With bbox_inches="tight", as the inline backend prints, matplotlib draws each figure twice:
+    once with the renderer's draw_* methods replaced by no-ops, to learn where everything goes,
+    then for real. An image still resamples itself in that first pass, for a draw_image that
+    does nothing; here it skips that. Its place on the figure comes from its extent, not from
+    the pixels (tests/test_kernel_speedups.py compares the PNG bytes).
+    """
+    image = sys.modules.get("matplotlib.image")
+    if image is None or getattr(image.AxesImage.draw, "hooklab", False):
+        return
+    from matplotlib.backend_bases import RendererBase
+
+    original = image.AxesImage.draw
+
+    @functools.wraps(original)  # keeps matplotlib's marks on draw methods
+    def draw(self, renderer) -> None:
+        if getattr(renderer.draw_image, "__wrapped__", None) is RendererBase.draw_image:
+            self.stale = False  # as the full draw leaves it
+            return
+        original(self, renderer)
+
+    draw.hooklab = True
+    image.AxesImage.draw = draw
 
 
 def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
