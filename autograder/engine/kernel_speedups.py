@@ -191,8 +191,14 @@ def _main_or_builtin(object: Any) -> Any:
     return None
 
 
-def skip_drawing_before_inline_flush() -> None:
-    """Call after importing matplotlib.pyplot, before a kernel registers its hooks."""
+def install_for_matplotlib() -> None:
+    """The speed-ups for figures: in a template, once it has imported matplotlib.pyplot, before
+    it forks the kernels (which register the inline backend's hooks)."""
+    _skip_drawing_before_inline_flush()
+    _skip_images_in_layout_passes()
+
+
+def _skip_drawing_before_inline_flush() -> None:
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None or getattr(pyplot._draw_all_if_interactive, "hooklab", False):
         return
@@ -206,10 +212,23 @@ def skip_drawing_before_inline_flush() -> None:
     pyplot._draw_all_if_interactive = _draw_all_if_interactive
 
 
-def skip_images_in_layout_passes() -> None:
-    """Call after importing matplotlib (a child template does, as for the skip above).
+def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
+    """True if, in this post_execute, the inline backend's flush_figures runs after `this` and
+    will show and close every open figure (matplotlib_inline's flush_figures with close_figures)."""
+    inline = sys.modules.get("matplotlib_inline.backend_inline")
+    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if inline is None or ip is None or not inline.show._draw_called:
+        return False
+    if "inline" not in str(pyplot.get_backend()).lower():
+        return False
+    if not inline.InlineBackend.instance().close_figures:
+        return False
+    hooks = ip.events.callbacks.get("post_execute", [])
+    return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
 
-    With bbox_inches="tight", as the inline backend prints, matplotlib draws each figure twice:
+
+def _skip_images_in_layout_passes() -> None:
+    """With bbox_inches="tight", as the inline backend prints, matplotlib draws each figure twice:
     once with the renderer's draw_* methods replaced by no-ops, to learn where everything goes,
     then for real. An image still resamples itself in that first pass, for a draw_image that
     does nothing; here it skips that. Its place on the figure comes from its extent, not from
@@ -231,21 +250,6 @@ def skip_images_in_layout_passes() -> None:
 
     draw.hooklab = True
     image.AxesImage.draw = draw
-
-
-def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
-    """True if, in this post_execute, the inline backend's flush_figures runs after `this` and
-    will show and close every open figure (matplotlib_inline's flush_figures with close_figures)."""
-    inline = sys.modules.get("matplotlib_inline.backend_inline")
-    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if inline is None or ip is None or not inline.show._draw_called:
-        return False
-    if "inline" not in str(pyplot.get_backend()).lower():
-        return False
-    if not inline.InlineBackend.instance().close_figures:
-        return False
-    hooks = ip.events.callbacks.get("post_execute", [])
-    return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
 
 
 def _remember_accepted_parameters() -> None:
