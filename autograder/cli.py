@@ -8,8 +8,8 @@ import time
 import tomllib
 from pathlib import Path
 
-from autograder import course, notebooks, reports
-from autograder.engine.batch import DEFAULT_JOBS
+from autograder import course, notebooks
+from autograder.engine.settings import DEFAULT_JOBS, start_kernel_template
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
@@ -42,6 +42,8 @@ def submit_samples(root: Path) -> list[str]:
 def demo(args: argparse.Namespace) -> int:
     root = args.root
     start = time.perf_counter()
+    if not args.stock:
+        start_kernel_template(root)  # it imports torch while the notebooks are built
     print("Building the student notebooks (nbgrader generate_assignment) ...", flush=True)
     course.build(root=root)
     students = submit_samples(root)
@@ -64,6 +66,8 @@ def demo(args: argparse.Namespace) -> int:
 
 def show_results(root: Path) -> None:
     """Print the score tables of the course's gradebook; write grades.csv and the class report."""
+    from autograder import reports  # matplotlib and nbgrader: not before grading needs them
+
     orders = {a: exercise_order(a, root) for a in course.assignments(root)}
     db = course.gradebook_url(root)
     reports.print_tables(db, orders)
@@ -79,6 +83,9 @@ def build(args: argparse.Namespace) -> int:
 
 
 def autograde(args: argparse.Namespace) -> int:
+    if not args.scheduler:
+        # It imports torch on one core while this process imports the engine on the other.
+        start_kernel_template(args.root)
     from autograder.engine.run import autograde as run_batch
 
     results = run_batch(

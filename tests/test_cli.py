@@ -1,6 +1,8 @@
 """Does `hooklab autograde` grade a course end to end and leave the instructor's files?"""
 
 import csv
+import subprocess
+import sys
 
 import pytest
 from golden import expected_scores, make_course, submit_cases
@@ -27,3 +29,19 @@ def test_autograde_command_grades_and_writes_grades_csv_and_report(tmp_path, cap
     # Without --force, graded submissions are left alone.
     assert main(["--root", str(tmp_path), "autograde", "forward_hooks"]) == 0
     assert "skipped 2" in capsys.readouterr().err
+
+
+def test_autograde_starts_the_kernel_template_before_it_imports_torch(tmp_path):
+    # The template imports torch on one core while the command imports the engine (and torch)
+    # on the other: started after that import, every run would wait a second more.
+    code = f"""
+import sys
+from autograder import cli
+started = []
+cli.start_kernel_template = lambda root: started.append(sorted({{"torch", "nbgrader"}} & set(sys.modules)))
+db = "sqlite:///{tmp_path}/gradebook.db"
+code = cli.main(["--root", {str(tmp_path)!r}, "autograde", "nothing_submitted", "--db", db])
+print(code, started)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == "0 [[]]", done.stdout + done.stderr

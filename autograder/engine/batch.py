@@ -22,21 +22,18 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.engine.converter import EngineAutograde
 from autograder.engine.execute import TRUNCATED
 from autograder.engine.inspect_submission import submission_problems
 from autograder.engine.limits import Limits
 from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
+from autograder.engine.settings import load_config
 from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.verify import course_secret
 from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
 
 Dispatch = Callable[[NotebookJob], NotebookResult]
-
-# A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
-DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
 
 @dataclass
@@ -49,17 +46,6 @@ class SubmissionResult:
     # output, a notebook that is not the released one): plain sentences joined by "; ".
     message: str = ""
     kernel_peak_rss_mb: float | None = None
-
-
-def load_config(root: Path, db_url: str | None = None) -> Config:
-    """The course's nbgrader_config.py, with the root made absolute and the db URL applied."""
-    config = Config()
-    if (root / "nbgrader_config.py").exists():
-        config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
-    config.CourseDirectory.root = str(root.resolve())
-    if db_url:
-        config.CourseDirectory.db_url = db_url
-    return config
 
 
 def submitted_students(coursedir: CourseDirectory, assignment: str, pattern: str) -> list[str]:
