@@ -22,5 +22,5 @@ build: setup  ## regenerate notebooks/ from solutions/ after editing a solution 
 lab: setup  ## open the student notebooks in JupyterLab
 	$(PYTHON) -m jupyter lab notebooks/
 
-bench: setup  ## time our engine against stock nbgrader autograde on 12 students; compare scores
+bench: setup  ## time `hooklab autograde` against stock nbgrader autograde on 12 students; compare scores
 	$(PYTHON) -m autograder.bench

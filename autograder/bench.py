@@ -1,22 +1,19 @@
-"""Benchmark our grading engine against stock `nbgrader autograde` on a throwaway class."""
+"""Benchmark `hooklab autograde` against stock `nbgrader autograde` on a throwaway class,
+each timed as the command an instructor runs."""
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import resource
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-import traceback
-import warnings
 from pathlib import Path
 
-from sqlalchemy.exc import SAWarning
-
 from autograder import course, gradebook, notebooks
-from autograder.engine.batch import DEFAULT_JOBS, Batch, SubmissionResult, run_batches
+from autograder.engine.settings import DEFAULT_JOBS
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
 NAMED = ("all_correct", "seed001_answers", "blank")
@@ -67,48 +64,21 @@ def grade_stock(root: Path, db_url: str, assignments: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def _engine_phase(root: Path, db_url: str, assignments: list[str], jobs: int, pipe) -> None:
-    """In a forked child, so that its RUSAGE_CHILDREN covers the engine's processes only."""
-    from autograder.engine.warm_kernel import Zygote
-
-    try:
-        # nbgrader's own add_submission trips these SQLAlchemy autoflush warnings.
-        warnings.filterwarnings("ignore", "Object of type", SAWarning)
-        start, results = time.perf_counter(), []
-        # All assignments in one run, as `hooklab autograde` without an assignment grades them.
-        batches = [Batch(root, assignment, force=True, db_url=db_url) for assignment in assignments]
-        for result in run_batches(batches, jobs):
-            results.append(result)
-            note = f": {result.message}" if result.message else ""
-            say(f"  ours: {result.assignment}/{result.student} {result.status}{note}")
-        if Zygote._current is not None:
-            Zygote._current.stop()  # waits for it, so its kernels count in RUSAGE_CHILDREN
-        seconds = time.perf_counter() - start
-        children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        pipe.send((seconds, results, children_mb))
-    except BaseException:
-        pipe.send(traceback.format_exc())
-        raise
-
-
-def grade_engine(
+def grade_with_command(
     root: Path, db_url: str, assignments: list[str], jobs: int
-) -> tuple[float, list[SubmissionResult], float]:
-    """Grade with our engine, from before the first Batch (zygote start-up included) to the
-    last result; returns (seconds, results, peak RSS in MB of the engine's child processes)."""
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_engine_phase, args=(root, db_url, assignments, jobs, sender))
-    child.start()
-    sender.close()
-    try:
-        reply = receiver.recv()
-    except EOFError:
-        reply = "the engine's process died without a word"
-    child.join()
-    if isinstance(reply, str):
-        raise RuntimeError(f"grading with the engine failed:\n{reply}")
-    return reply
+) -> tuple[float, int, float]:
+    """Grade with `hooklab autograde --force` (python -m autograder), all assignments in one
+    command, as an instructor runs it: its start-up is timed as stock's is. Returns the
+    wall-clock seconds, its exit code and the peak RSS in MB of its processes (itself, its
+    workers, the kernel template and the kernels: wait4 counts the descendants it waited for)."""
+    command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde"]
+    command += [*assignments, "--force", "--db", db_url, "--jobs", str(jobs)]
+    start = time.perf_counter()
+    process = subprocess.Popen(command)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, process.returncode, usage.ru_maxrss / 1024
 
 
 def all_scores(db_url: str, assignments: list[str]) -> dict[Key, tuple[float, float]]:
@@ -155,19 +125,17 @@ def bench(
     stock_url, ours_url = f"sqlite:///{stock_db}", f"sqlite:///{ours_db}"
     say("grading with stock nbgrader autograde")
     stock = grade_stock(root, stock_url, names)
-    say(f"grading with our engine ({jobs} jobs)")
-    ours, results, children_mb = grade_engine(root, ours_url, names, jobs)
-    failed = [r for r in results if r.status != "graded"]
-    say(f"  ours: {len(results) - len(failed)} graded, {len(failed)} not graded")
+    say(f"grading with `hooklab autograde` ({jobs} jobs)")
+    ours, exit_code, peak_mb = grade_with_command(root, ours_url, names, jobs)
+    if exit_code:
+        say(f"  ours: the command exited with {exit_code}")
     stock_scores = all_scores(stock_url, names)
     diffs = differences(stock_scores, all_scores(ours_url, names))
     say(f"compared {len(stock_scores)} graded cells: {len(diffs)} differ")
     for diff in diffs[:5]:
         say(f"  {diff}")
-    peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
-    say(f"peak kernel RSS {max(peaks, default=0):.0f} MB, engine processes {children_mb:.0f} MB")
-    identical = not diffs and bool(results)
-    return last_line(stock, ours, identical, max([children_mb, *peaks])), identical
+    identical = not diffs and bool(stock_scores) and exit_code == 0
+    return last_line(stock, ours, identical, peak_mb), identical
 
 
 def main(argv: list[str] | None = None) -> int:
