@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 from autograder import course, notebooks
+from autograder.engine import collector
 from autograder.engine.settings import DEFAULT_JOBS, start_kernel_template
 
 
@@ -54,7 +55,8 @@ def demo(args: argparse.Namespace) -> int:
             print(f"Grading {assignment} (nbgrader autograde) ...", flush=True)
             course.autograde(assignment, root=root)
     else:
-        from autograder.engine.run import autograde as run_batch
+        with collector.paused_for_imports():
+            from autograder.engine.run import autograde as run_batch
 
         results = run_batch(root, names, force=True, jobs=DEFAULT_JOBS)
         if any(r.status == "failed" for r in results):
@@ -86,7 +88,8 @@ def autograde(args: argparse.Namespace) -> int:
     if not args.scheduler:
         # It imports torch on one core while this process imports the engine on the other.
         start_kernel_template(args.root)
-    from autograder.engine.run import autograde as run_batch
+    with collector.paused_for_imports():
+        from autograder.engine.run import autograde as run_batch
 
     results = run_batch(
         args.root,

@@ -1,12 +1,14 @@
 """The drop-ins of autograder/engine/speedups.py, kernel_speedups.py and kernel_messaging.py give
-the verdicts and values of the code they stand in for."""
+the verdicts and values of the code they stand in for; the collector pause (collector.py) ends."""
 
+import gc
 from datetime import UTC
 
 import jsonschema
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
+from autograder.engine import collector
 from autograder.engine.speedups import _CompiledOnce
 
 
@@ -162,3 +164,20 @@ def test_a_channel_waiting_without_a_time_limit_lets_timers_run_and_can_be_cance
         plain_context.term()
 
     asyncio.run(scenario())
+
+
+def test_the_collector_is_paused_for_imports_then_runs_as_before():
+    assert gc.isenabled()
+    try:
+        with collector.paused_for_imports():
+            assert not gc.isenabled()
+            made_inside = [object()]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(made_inside)  # frozen: later collections skip it
+        gc.disable()  # a process that had it off keeps it off
+        with collector.paused_for_imports():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()

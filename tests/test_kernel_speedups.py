@@ -45,6 +45,8 @@ CELLS = [
     # Outputs queued for the IOPub thread in quick succession, and a cell that awaits.
     "for k in range(3):\n    print(k, flush=True)\n    display(k)\n    print(-k, file=sys.stderr)",
     "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')",
+    # The template imports with the garbage collector paused; its kernels collect as usual.
+    "import gc\nprint(gc.isenabled(), gc.get_threshold())",
     # Not compared: how often the first figure was drawn, and whether the kernel's logger builds
     # debug records (it must still build the errors its handler shows).
     "print(len(draws))",

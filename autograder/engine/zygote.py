@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.engine import isolation, kernel_command_line, template_warmup
+from autograder.engine import collector, isolation, kernel_command_line, template_warmup
 from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -130,12 +130,13 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
 
     server = _listen(path)
     failed = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # a notebook's import that fails here fails in its kernel as usual
-            failed.append(module)
-    template_warmup.warm_figure_rendering()
+    with collector.paused_for_imports():
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # a notebook's import that fails here fails in its kernel as usual
+                failed.append(module)
+        template_warmup.warm_figure_rendering()
     kernel_speedups.install_for_matplotlib()
     template_warmup.register_modules()
     os.write(ready, (json.dumps(failed) + "\n").encode())
@@ -301,7 +302,8 @@ def serve(path: str, config: dict) -> None:
     server = _listen(path)
     print("listening", flush=True)
     _stdout_to_devnull()
-    template_warmup.preload()
+    with collector.paused_for_imports():
+        template_warmup.preload()
     _serve_requests(server, path, config)
 
 
