@@ -23,6 +23,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
+from autograder.engine import collector
 from autograder.engine.converter import EngineAutograde
 from autograder.engine.execute import TRUNCATED
 from autograder.engine.inspect_submission import submission_problems
@@ -76,7 +77,8 @@ def local_workers(
     # The template imports every batch's modules while this process warms up and the first
     # notebooks run, rather than when each batch's first notebook asks (the cores would idle).
     zygote.preload_soon(modules or [])
-    warm_up()  # here, once, instead of in every worker on its first notebook
+    with collector.paused_for_imports():  # it imports IPython, to find the kernel spec
+        warm_up()  # here, once, instead of in every worker on its first notebook
     # The workers' garbage collections then skip the (many) objects they inherit, which would
     # otherwise cost time in every full collection and copy the shared pages they sit on.
     gc.freeze()
