@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import gc
 import json
 import multiprocessing
 import os
@@ -77,11 +76,12 @@ def local_workers(
     # The template imports every batch's modules while this process warms up and the first
     # notebooks run, rather than when each batch's first notebook asks (the cores would idle).
     zygote.preload_soon(modules or [])
-    with collector.paused_for_imports():  # it imports IPython, to find the kernel spec
+    # warm_up imports IPython (to find the kernel spec). The pause ends by freezing what this
+    # process holds: the workers' garbage collections then skip the (many) objects they
+    # inherit, which would otherwise cost time in every full collection and copy the shared
+    # pages they sit on.
+    with collector.paused_for_imports():
         warm_up()  # here, once, instead of in every worker on its first notebook
-    # The workers' garbage collections then skip the (many) objects they inherit, which would
-    # otherwise cost time in every full collection and copy the shared pages they sit on.
-    gc.freeze()
     context = multiprocessing.get_context("fork")
     workers = ProcessPoolExecutor(
         max_workers=max(1, jobs), mp_context=context, initializer=_one_thread_for_torch
