@@ -1,7 +1,5 @@
 """`python -m autograder` runs the hooklab command line."""
 
-import sys
+from autograder.cli import run
 
-from autograder.cli import main
-
-sys.exit(main())
+run()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
+import threading
 import time
 import tomllib
 from pathlib import Path
+from typing import NoReturn
 
 from autograder import course, notebooks
 from autograder.engine import collector
@@ -145,5 +149,28 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def exit_without_teardown(code: int) -> NoReturn:
+    """End the command with exit status `code` as `sys.exit` would, except for the interpreter's
+    teardown. The atexit handlers run (they stop the kernel template and remove its folder) and
+    the output is flushed; then the process ends without freeing the engine's objects (torch's
+    among them) one by one, which the instructor would wait for (~0.1 s after grading).
+
+    With another thread still running, Python's own exit (which waits for it) is used."""
+    if any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: Python's own exit says 120
+            code = code or 120
+    os._exit(code)
+
+
+def run() -> NoReturn:
+    """The `hooklab` and `python -m autograder` entry point."""
+    exit_without_teardown(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

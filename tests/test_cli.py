@@ -46,3 +46,36 @@ print(code, started, gc.isenabled())  # the collector, paused for the imports, r
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[0] == "0 [[]] True", done.stdout + done.stderr
+
+
+def _exit_status_and_output(code: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return done.returncode, done.stdout
+
+
+EXIT_PROGRAM = """
+import atexit, sys, threading, time
+from autograder.cli import exit_without_teardown
+
+class TornDown:
+    def __del__(self):
+        print("torn down")
+
+kept = TornDown()  # freed by the interpreter's teardown, which the command skips
+atexit.register(print, "atexit ran")
+if "thread" in sys.argv:
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+print("graded")
+exit_without_teardown(3)
+"""
+
+
+def test_the_command_exits_with_its_status_after_atexit_without_the_teardown():
+    status, output = _exit_status_and_output(EXIT_PROGRAM)
+    assert (status, output.splitlines()) == (3, ["graded", "atexit ran"])
+
+
+def test_the_command_waits_for_a_running_thread_as_python_does():
+    status, output = _exit_status_and_output(EXIT_PROGRAM.replace("sys.argv", "['thread']"))
+    assert status == 3
+    assert output.splitlines()[:3] == ["graded", "thread done", "atexit ran"]
