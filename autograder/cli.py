@@ -59,15 +59,20 @@ def demo(args: argparse.Namespace) -> int:
             print(f"Grading {assignment} (nbgrader autograde) ...", flush=True)
             course.autograde(assignment, root=root)
     else:
-        with collector.paused_for_imports():
-            from autograder.engine.run import autograde as run_batch
-
-        results = run_batch(root, names, force=True, jobs=DEFAULT_JOBS)
+        results = _engine_autograde()(root, names, force=True, jobs=DEFAULT_JOBS)
         if any(r.status == "failed" for r in results):
             return 1
     show_results(root)
     print(f"Gradebook: {root / 'gradebook.db'}  ({time.perf_counter() - start:.0f} s)")
     return 0
+
+
+def _engine_autograde():
+    """The engine's autograde, imported (torch and nbgrader with it) with the collector paused."""
+    with collector.paused_for_imports():
+        from autograder.engine.run import autograde
+
+    return autograde
 
 
 def show_results(root: Path) -> None:
@@ -92,10 +97,7 @@ def autograde(args: argparse.Namespace) -> int:
     if not args.scheduler:
         # It imports torch on one core while this process imports the engine on the other.
         start_kernel_template(args.root)
-    with collector.paused_for_imports():
-        from autograder.engine.run import autograde as run_batch
-
-    results = run_batch(
+    results = _engine_autograde()(
         args.root,
         args.assignments or course.assignments(args.root),
         students=args.student,
