@@ -8,6 +8,7 @@ model and its trained weights work on both.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import struct
@@ -71,11 +72,21 @@ def shrink_mnist(images: torch.Tensor) -> torch.Tensor:
 
 
 def _sklearn_digits():
-    # The file scikit-learn's load_digits reads, read without importing scikit-learn (which takes
-    # most of a second and pulls in SciPy): one row per image, 64 pixel values then the label.
-    rows = np.loadtxt(_sklearn_file("datasets/data/digits.csv.gz"), delimiter=",")
+    rows = bundled_digits_rows()
     images = torch.tensor(rows[:, :-1], dtype=torch.float32).reshape(-1, 1, 8, 8) / 16  # 0..16
     return images, torch.tensor(rows[:, -1], dtype=torch.int64)
+
+
+@functools.cache
+def bundled_digits_rows() -> np.ndarray:
+    """scikit-learn's digits as its CSV file holds them: one row per image, 64 pixel values then
+    the label (read-only). Read once per process: parsing the text is most of the time a
+    notebook spends loading it, and the kernel template reads it before it forks kernels."""
+    # The file scikit-learn's load_digits reads, read without importing scikit-learn (which takes
+    # most of a second and pulls in SciPy).
+    rows = np.loadtxt(_sklearn_file("datasets/data/digits.csv.gz"), delimiter=",")
+    rows.flags.writeable = False  # every caller gets tensors copied from it, never the array
+    return rows
 
 
 def _sklearn_file(relative: str) -> Path:

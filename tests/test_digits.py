@@ -15,7 +15,13 @@ import torch
 from notebook_runner import ROOT, notebook_path, run_notebook
 
 from autograder import notebooks
-from autograder.digits import DIGIT_CNN_WEIGHTS, MNIST_ENV, load_digits_images, read_idx
+from autograder.digits import (
+    DIGIT_CNN_WEIGHTS,
+    MNIST_ENV,
+    bundled_digits_rows,
+    load_digits_images,
+    read_idx,
+)
 from autograder.train_digit_cnn import serialise, train
 
 A = "cnn_hooks"
@@ -82,6 +88,19 @@ def test_the_default_is_scikit_learns_digits_in_0_1():
     assert images.shape == (1797, 1, 8, 8) and images.dtype == torch.float32
     assert np.allclose(images[:, 0].numpy() * 16, digits.images)
     assert labels.tolist() == digits.target.tolist()
+
+
+def test_each_load_gets_its_own_tensors_though_the_file_is_read_once():
+    # The parsed file is kept (the kernel template reads it before forking kernels); what a
+    # notebook changes in the tensors it got must not reach the next load.
+    images, labels = load_digits_images()
+    first_pixels, first_label = images.clone(), labels[0].item()
+    images.add_(1.0)
+    labels[0] = -1
+    again_images, again_labels = load_digits_images()
+    assert torch.equal(again_images, first_pixels) and again_labels[0].item() == first_label
+    assert not bundled_digits_rows().flags.writeable  # the kept rows cannot be changed in place
+    assert bundled_digits_rows.cache_info().currsize == 1
 
 
 def one_line(error) -> str:

@@ -6,7 +6,9 @@ and PNG bytes included."""
 import os
 
 import nbformat
+import numpy as np
 import pytest
+import torch
 from nbclient import NotebookClient
 
 from autograder.engine.execute import execute_notebook
@@ -270,3 +272,27 @@ def test_cells_skipped_by_the_tokenizer_transform_exactly_as_in_ipython():
     # The tricky ones do change: the comparison covers the transforms, not only the skipping.
     changed = [a != b for a, b in zip(TRICKY_INPUTS, results["stock"], strict=False)]
     assert sum(changed) >= 10
+
+
+def test_kernels_of_a_digits_notebook_inherit_the_parsed_digits(tmp_path):
+    # The template that imports autograder.digits for a batch reads scikit-learn's digits once;
+    # its kernels find them read before their first load, and load the same values.
+    Zygote.current().preload(["autograder.digits"])
+    cell = (
+        "from autograder import digits\n"
+        "print(digits.bundled_digits_rows.cache_info().currsize)\n"
+        "images, labels = digits.load_digits_images()\n"
+        "print(images.shape[0], float(images.sum()), int(labels.sum()))"
+    )
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
+    )
+    inherited, loaded = ran.cells[0].outputs[0].text.splitlines()
+    assert inherited == "1"
+    from autograder.digits import _sklearn_file
+
+    rows = np.loadtxt(_sklearn_file("datasets/data/digits.csv.gz"), delimiter=",")
+    count, total, label_sum = loaded.split()
+    assert int(count) == len(rows) and int(label_sum) == int(rows[:, -1].sum())
+    expected = torch.tensor(rows[:, :-1], dtype=torch.float32).div(16).sum().item()
+    assert float(total) == pytest.approx(expected, rel=1e-6)

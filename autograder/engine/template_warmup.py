@@ -5,6 +5,7 @@ which each kernel inherits. None of it changes what a kernel shows
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -145,6 +146,17 @@ def warm_figure_rendering() -> None:
     axes.set_title("warm-up")
     figure.colorbar(axes.images[0])
     FigureCanvasAgg(figure).print_png(io.BytesIO())
+
+
+def read_course_data() -> None:
+    """Read, once, the data file a course notebook loads in every kernel, if its module is
+    loaded here: scikit-learn's digits, which the CNN notebook parses from a text file (most of
+    what its data cell costs). The kernels get the same values (autograder/digits.py)."""
+    digits = sys.modules.get("autograder.digits")
+    if digits is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # then each kernel fails to, as it would
+        digits.bundled_digits_rows()
 
 
 def warm_traceback_caches() -> None:

@@ -137,6 +137,7 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
             except Exception:  # a notebook's import that fails here fails in its kernel as usual
                 failed.append(module)
         template_warmup.warm_figure_rendering()
+        template_warmup.read_course_data()
     kernel_speedups.install_for_matplotlib()
     template_warmup.register_modules()
     os.write(ready, (json.dumps(failed) + "\n").encode())
