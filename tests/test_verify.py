@@ -17,7 +17,7 @@ from torch import nn
 
 from autograder import notebooks
 from autograder.checks import apply_init
-from autograder.checks.evidence import MIMETYPE, Evidence
+from autograder.checks.evidence import MIMETYPE, Evidence, decode, encode, plain
 from autograder.checks.trusted import VERIFIERS, Suspicious
 from autograder.engine.scan import PROTECTED_ROOTS, scan_source
 from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
@@ -118,10 +118,9 @@ def test_every_covered_cell_refuses_missing_or_wrong_evidence(executed):
         assert zeroed == {cell.id}, flags
         assert "left no evidence" in flags[0]
         wrong = copy.deepcopy(nb)
-        values = torch.load(io.BytesIO(base64.b64decode(payload["data"])), weights_only=True)
-        values = {k: _perturb(v) for k, v in values.items()}
+        values = {k: _perturb(v) for k, v in decode(payload["data"]).items()}
         wrong_payload = wrong.cells[index].outputs[-1].data[MIMETYPE]
-        wrong_payload["data"] = _encode(values)
+        wrong_payload["data"] = encode(values)
         flags, zeroed, _ = _verified(guard, wrong)
         assert zeroed == {cell.id}, (cell.id, flags)
         assert "disagrees" in flags[0]
@@ -144,10 +143,49 @@ def _perturb(value):
     return value + "?" if isinstance(value, str) else value
 
 
-def _encode(values) -> str:
+def _pickled(values) -> str:
+    """`values` as torch.save wrote evidence before the format was JSON."""
     buffer = io.BytesIO()
     torch.save(values, buffer)
     return base64.b64encode(buffer.getvalue()).decode()
+
+
+ONE_FLOAT = base64.b64encode(bytes(4)).decode()  # the bytes of one float32 zero
+MALFORMED = {
+    "a pickled object": _pickled({"answer0": [1]}),
+    "an unknown kind of object": {"pickle": "gASVAAAAAAAAAAB9lC4="},
+    "a dict beside its marker": {"dict": {}, "extra": 1},
+    "a dtype it does not know": {"dict": {"answer0": {"tensor": ["object", [1], ONE_FLOAT]}}},
+    "bytes that do not fill the shape": {"dict": {"x": {"tensor": ["float32", [2], ONE_FLOAT]}}},
+    "a list, not a dict of values": [{"dict": {}}],
+    "a negative size": {"dict": {"x": {"tensor": ["float32", [-1], ONE_FLOAT]}}},
+    "data that is not base64": {"dict": {"x": {"tensor": ["float32", [1], "%%%%"]}}},
+}
+
+
+def test_the_evidence_format_carries_plain_data_exactly():
+    values = {
+        "floats": torch.randn(3, 4, dtype=torch.float64),
+        "every other": torch.arange(10, dtype=torch.int32)[::2],
+        "flags": [torch.tensor(True), torch.zeros(0, 3), torch.tensor(2.5, dtype=torch.bfloat16)],
+        "complex": torch.randn(2, dtype=torch.complex64).conj(),
+        "nested": {"tensor": 1, "dict": [None, "text", False, float("inf")]},
+    }
+    back = decode(json.loads(json.dumps(encode(plain(values)))))  # through JSON, as it travels
+    assert back.keys() == values.keys() and back["nested"] == values["nested"]
+    pairs = [(back["floats"], values["floats"]), (back["every other"], values["every other"])]
+    pairs += list(zip(back["flags"], values["flags"], strict=True))
+    pairs += [(back["complex"], values["complex"].resolve_conj())]
+    for got, sent in pairs:
+        assert got.dtype == sent.dtype and got.shape == sent.shape and torch.equal(got, sent)
+    # A dtype the format does not carry arrives as a name, which no verifier accepts.
+    assert encode(torch.zeros(2, dtype=torch.uint16)) == "<tensor of dtype uint16>"
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_decoding_refuses_anything_but_the_format(case):
+    with pytest.raises(ValueError):
+        decode(MALFORMED[case])
 
 
 class AlwaysEqual(list):
@@ -168,7 +206,7 @@ def test_forged_objects_wrong_seeds_and_duplicates_are_refused(executed):
     _, guard, nb = executed
     index, _ = _first_covered(nb, hidden=True)
     cases = {
-        "is malformed": lambda p: p.update(data=_encode({"answer0": AlwaysEqual([1])})),
+        "is malformed": lambda p: p.update(data=_pickled({"answer0": AlwaysEqual([1])})),
         "for other inputs": lambda p: p.update(seed=p["seed"] + 1),
     }
     for words, change in cases.items():

@@ -5,8 +5,9 @@ A check runs in the student's kernel, so its verdict can be forged there (a patc
 on it, a passing check also emits its *evidence*: plain data (tensors, lists, dicts, numbers,
 strings) recording what the student's code produced, as a display output with the private
 mimetype MIMETYPE. After execution, in the grading worker (a process student code never runs in),
-autograder/engine/verify.py loads it with `torch.load(weights_only=True)`, rebuilds the inputs
-from the same seed, recomputes the expected values with torch itself and compares (trusted.py).
+autograder/engine/verify.py decodes it (`decode`: JSON, tensors as dtype, shape and raw bytes;
+nothing else is accepted), rebuilds the inputs from the same seed, recomputes the expected
+values with torch itself and compares (trusted.py).
 
 Converting a check is mechanical:
 
@@ -24,7 +25,6 @@ Converting a check is mechanical:
 from __future__ import annotations
 
 import base64
-import io
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -57,13 +57,11 @@ class Evidence:
 
     def output(self) -> dict[str, Any]:
         """The evidence as a display output's data: {MIMETYPE: json}."""
-        buffer = io.BytesIO()
-        torch.save(self.items, buffer)
         payload = {
             "grade_id": self.grade_id,
             "hidden": self.hidden,
             "seed": self.seed,
-            "data": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "data": encode(self.items),
         }
         return {MIMETYPE: payload}
 
@@ -118,9 +116,9 @@ def sample(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def plain(value: Any) -> Any:
-    """`value` as data torch.load(weights_only=True) accepts: plain tensors, lists, dicts,
-    numbers, strings. Subclasses lose their overrides (a list subclass that equals anything
-    becomes the plain list of what it holds); other objects become a string naming their type."""
+    """`value` as plain data `encode` accepts: plain tensors, lists, dicts, numbers, strings.
+    Subclasses lose their overrides (a list subclass that equals anything becomes the plain list
+    of what it holds); other objects become a string naming their type."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone().as_subclass(torch.Tensor)
     if isinstance(value, list | tuple):
@@ -134,6 +132,84 @@ def plain(value: Any) -> Any:
     return f"<object of type {type(value).__name__}>"
 
 
-def decode(data: str) -> Any:
-    """Evidence data back to plain values; refuses anything but plain data (weights_only)."""
-    return torch.load(io.BytesIO(base64.b64decode(data, validate=True)), weights_only=True)
+# The evidence format: JSON in which a tensor is {"tensor": [dtype, shape, base64 of its bytes]}
+# (in the machine's order: little-endian wherever torch runs), a dict is {"dict": {...}} (so no
+# dict of the student's reads as a tensor), and lists, strings, numbers, booleans and null are
+# themselves. It replaced torch.save: the same data, decoded ~10x faster, and no unpickler on
+# the trust boundary.
+DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (
+        torch.float16, torch.bfloat16, torch.float32, torch.float64,
+        torch.complex64, torch.complex128, torch.bool, torch.uint8,
+        torch.int8, torch.int16, torch.int32, torch.int64,
+    )
+}  # fmt: skip
+
+
+def encode(value: Any) -> Any:
+    """Plain data (see `plain`) as JSON-ready evidence."""
+    if isinstance(value, torch.Tensor):
+        return _encode_tensor(value)
+    if isinstance(value, list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return {"dict": {str(key): encode(item) for key, item in value.items()}}
+    return value
+
+
+def _encode_tensor(tensor: torch.Tensor) -> Any:
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        return f"<tensor of dtype {name}>"
+    tensor = tensor.detach().cpu().resolve_conj().resolve_neg().contiguous()
+    raw = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+    return {"tensor": [name, list(tensor.shape), base64.b64encode(raw).decode("ascii")]}
+
+
+def decode(data: Any) -> dict[str, Any]:
+    """The recorded values (name -> plain value) back from evidence data; raises ValueError for
+    anything that is not evidence."""
+    values = _decode(data)
+    if not isinstance(values, dict):
+        raise ValueError("evidence data is a dict of recorded values")
+    return values
+
+
+def _decode(data: Any) -> Any:
+    if isinstance(data, list):
+        return [_decode(item) for item in data]
+    if isinstance(data, dict):
+        if len(data) != 1:
+            raise ValueError("evidence objects have exactly one key")
+        ((kind, inner),) = data.items()
+        if kind == "dict" and isinstance(inner, dict):
+            return {key: _decode(item) for key, item in inner.items()}
+        if kind == "tensor":
+            return _decode_tensor(inner)
+        raise ValueError(f"unknown evidence object {kind!r}")
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    raise ValueError(f"evidence cannot hold {type(data).__name__}")
+
+
+def _decode_tensor(fields: Any) -> torch.Tensor:
+    if not (isinstance(fields, list) and len(fields) == 3):
+        raise ValueError("a tensor is [dtype, shape, data]")
+    name, shape, data = fields
+    if not isinstance(name, str) or name not in DTYPES:
+        raise ValueError(f"unknown tensor dtype {name!r}")
+    if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)):
+        raise ValueError("a tensor's shape is a list of sizes")
+    if not isinstance(data, str):
+        raise ValueError("a tensor's data is base64 text")
+    dtype, raw = DTYPES[name], base64.b64decode(data, validate=True)
+    count = 1
+    for size in shape:
+        count *= size
+    if len(raw) != count * dtype.itemsize:
+        raise ValueError(f"a {name} tensor of shape {shape} needs {count * dtype.itemsize} bytes")
+    if not raw:
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype)
+    return flat.reshape(shape)

@@ -191,7 +191,7 @@ class Guard:
             VERIFIERS[(grade_id, hidden)](Evidence.generator(seed), values)
         except Suspicious as mismatch:
             return f"the grader's own verification of {grade_id} disagrees: {mismatch}"
-        except Exception as error:  # malformed evidence: refused by weights_only, bad base64...
+        except Exception as error:  # malformed evidence: not the format, bad base64, wrong sizes...
             return f"the evidence of {grade_id} is malformed ({type(error).__name__})"
         return ""
 

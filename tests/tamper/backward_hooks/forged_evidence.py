@@ -1,20 +1,16 @@
 # No answers; `check` replaced by one that prints a pass message and shows evidence it made up,
 # in the grader's own format and with the seed the grader wrote into the cell.
 # %% backward_collect
-import base64
-import io
-
 from IPython.display import display
 
 import autograder
+from autograder.checks.evidence import encode
 
 
 def fake_check(grade_id, namespace, hidden=False, seed=None):
     print(f"✓ {grade_id}: fine")
-    buffer = io.BytesIO()
     values = {"answer": [torch.ones(1)] * 3, "W": torch.ones(1), "x1": torch.ones(1)}
-    torch.save({**values, "x2": torch.ones(1), "x1.grad": torch.ones(1)}, buffer)
-    data = base64.b64encode(buffer.getvalue()).decode()
+    data = encode({**values, "x2": torch.ones(1), "x1.grad": torch.ones(1)})
     payload = {"grade_id": grade_id, "hidden": hidden, "seed": seed, "data": data}
     display({"application/vnd.hooklab.evidence+json": payload}, raw=True)
 
