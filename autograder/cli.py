@@ -12,13 +12,15 @@ import tomllib
 from pathlib import Path
 from typing import NoReturn
 
-from autograder import course, notebooks
+from autograder import course
 from autograder.engine import collector
 from autograder.engine.settings import DEFAULT_JOBS, start_kernel_template
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
     """The exercises of an assignment, in notebook order: the grade ids of its solution cells."""
+    from autograder import notebooks
+
     nb = notebooks.read(course.notebook_path("solutions", assignment, root))
     return [
         notebooks.grade_id(cell)
@@ -33,6 +35,8 @@ def exercise_order(assignment: str, root: Path) -> list[str]:
 def submit_samples(root: Path) -> list[str]:
     """Submit the sample class of samples/class.toml: each student hands in, per assignment, a
     named submission's answer file filled into the student notebook."""
+    from autograder import notebooks
+
     roster = tomllib.loads((root / "samples" / "class.toml").read_text(encoding="utf-8"))
     for student, handed_in in roster.items():
         for assignment in course.assignments(root):

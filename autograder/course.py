@@ -8,10 +8,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nbformat import NotebookNode
-
-from autograder import notebooks
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +73,10 @@ def build(names: list[str] | None = None, *, root: Path = ROOT, db_url: str | No
 
 def submit(nb: NotebookNode, student: str, assignment: str, root: Path = ROOT) -> Path:
     """Place a notebook where `nbgrader collect` would: submitted/<student>/<assignment>/."""
+    # nbformat (through notebooks) is imported when needed, not with this module: the grading
+    # command reads its settings from here before it starts the kernel template.
+    from autograder import notebooks
+
     path = notebook_path(f"submitted/{student}", assignment, root)
     notebooks.write(nb, path)
     return path
@@ -80,6 +84,8 @@ def submit(nb: NotebookNode, student: str, assignment: str, root: Path = ROOT) -
 
 def answered_notebook(answers_text: str, assignment: str, root: Path = ROOT) -> NotebookNode:
     """The student notebook of `assignment` with an answer file's sections filled in."""
+    from autograder import notebooks
+
     student_nb = notebooks.read(notebook_path("notebooks", assignment, root))
     return notebooks.fill_answers(student_nb, notebooks.parse_answers(answers_text))
 

@@ -20,6 +20,7 @@ from golden import expected_scores, make_course
 
 import autograder
 from autograder import course, gradebook, notebooks
+from autograder.engine import warm_kernel
 from autograder.engine.batch import Batch
 from autograder.engine.sandbox import SANDBOX_ENV
 from autograder.engine.warm_kernel import ZYGOTE_ENV, WarmKernelManager, Zygote
@@ -347,3 +348,24 @@ def test_a_trivial_notebook_in_a_sandboxed_kernel(tmp_path):
     uid, cwd, top = executed.cells[0].outputs[0].text.split(" ", 2)
     assert (uid, cwd) == ("65534" if os.geteuid() == 0 else uid, "/tmp")
     assert "home" not in top and "var" not in top and "run" not in top
+
+
+def test_a_template_that_cannot_isolate_kernels_is_replaced_and_says_why(monkeypatch, capfd):
+    # A sandboxed zygote first isolates a do-nothing kernel, before it listens. Here it starts
+    # without bwrap (`env` in its place) and must show a folder that does not exist, so that
+    # test fails: the grader starts a zygote without the sandbox and passes the reason on, or,
+    # when the sandbox is required, refuses with it.
+    monkeypatch.delenv(SANDBOX_ENV, raising=False)
+    monkeypatch.setattr(warm_kernel, "bwrap_command", lambda run_dir, settings: ["env"])
+    monkeypatch.setattr(warm_kernel, "shown_paths", lambda settings: ["/nonexistent/hooklab"])
+    zygote = Zygote(sandbox={}, wait=False)
+    try:
+        zygote.ready()
+        assert zygote.info["sandboxed"] is False
+    finally:
+        zygote.stop()
+    warning = capfd.readouterr().err
+    assert "NOT SANDBOXED (" in warning and "did not start inside" not in warning, warning
+    reason = re.search(r"NOT SANDBOXED \((.+?)\): kernels run", warning).group(1)
+    with pytest.raises(RuntimeError, match=re.escape(f"required but cannot run: {reason}")):
+        Zygote(sandbox={"mode": "bwrap"})

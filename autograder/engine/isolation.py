@@ -175,7 +175,7 @@ _own_pid_namespace: int | None = None  # the zygote's, to return to after each f
 
 def self_test(run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | None:
     """Isolate one do-nothing kernel exactly as for a real one; None if that works, else why.
-    Run (as a script, without importing torch) inside bwrap before the zygote is trusted to."""
+    The zygote runs it in bwrap before it listens or imports torch (zygote.serve)."""
     kernel_dir = os.path.join(run_dir, "self-test")
     os.makedirs(kernel_dir, exist_ok=True)
     request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1, "shown": shown}
@@ -195,10 +195,3 @@ def self_test(run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | N
     if os.waitstatus_to_exitcode(status) != 0:
         return f"an isolated kernel could not set itself up (exit status {status})"
     return None
-
-
-if __name__ == "__main__":
-    uid = int(sys.argv[2]) if sys.argv[2:] and sys.argv[2] else None
-    why = self_test(sys.argv[1], uid, sys.argv[3:])
-    print(why or "ok")
-    sys.exit(1 if why else 0)

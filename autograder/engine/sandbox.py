@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 from dataclasses import asdict, dataclass, fields
@@ -130,22 +129,6 @@ def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
         command += ["--ro-bind", folder, folder]
     command += ["--bind", run_dir, run_dir, "--remount-ro", "/", "--chdir", "/tmp"]
     return command
-
-
-def probe(command: list[str], run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | None:
-    """Why kernels cannot be isolated with this bwrap command here (None when they can): runs
-    isolation.py's self-test inside it, a fraction of a second once per batch."""
-    script = str(Path(__file__).with_name("isolation.py"))
-    uid = str(kernel_uid) if kernel_uid is not None else ""
-    test = [sys.executable, script, f"{run_dir}/kernels", uid, *shown]
-    try:
-        done = subprocess.run([*command, "--", *test], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return str(error)
-    if done.returncode != 0:
-        lines = (done.stdout + done.stderr).strip().splitlines()
-        return lines[-1] if lines else f"exit code {done.returncode}"
-    return None
 
 
 def kernel_environment(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:

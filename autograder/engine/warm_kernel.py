@@ -34,10 +34,9 @@ from autograder.engine.sandbox import (
     bwrap_command,
     import_root,
     kernel_environment,
-    probe,
     shown_paths,
 )
-from autograder.engine.zygote import QUIET_ENV, SINGLE_THREAD_ENV
+from autograder.engine.zygote import NOT_ISOLATED, QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
 
@@ -52,10 +51,13 @@ class Zygote:
 
     _current: Zygote | None = None
 
-    def __init__(self, path: str | None = None, sandbox: dict | None = None) -> None:
+    def __init__(
+        self, path: str | None = None, sandbox: dict | None = None, *, wait: bool = True
+    ) -> None:
         self.peak_rss_mb, self._info = 0.0, None
         self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
         self._unanswered: list[socket.socket] = []
+        self._launched_in_sandbox: SandboxSettings | None = None  # until it says it listens
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process = None, path, None
             self.fork_path = path
@@ -68,30 +70,56 @@ class Zygote:
             os.chmod(folder, 0o711)  # kernels (another user) reach their own folder only
         self.path = self.fork_path = os.path.join(self.dir, "control", "zygote.sock")
         command, why = self._sandbox_command(settings)
-        if command and not self._start(command, settings, None):
-            if settings.mode == "bwrap":
-                raise RuntimeError("the kernel template did not start in the sandbox")
-            why = "the kernel template did not start inside bubblewrap"
-        if why:
-            weaker = WEAKER.format(why=why)
-            print(f"WARNING: {weaker}", file=sys.stderr, flush=True)
-            if not self._start([], settings, weaker):
-                raise RuntimeError("the kernel template process failed to start")
+        if command is None:
+            self._start_weaker(settings, why)
+            return
+        self._launch(command, settings, None)
+        self._launched_in_sandbox = settings
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        """Wait until the zygote listens. One started in the sandbox first checks that it can
+        isolate a kernel there (isolation.self_test); if it cannot, or does not start, a zygote
+        without the sandbox replaces it, loudly (or, when the sandbox is required, this raises)."""
+        settings, self._launched_in_sandbox = self._launched_in_sandbox, None
+        if settings is None:
+            return
+        line = self.process.stdout.readline().strip()
+        if line == "listening":
+            return
+        self.process.kill()
+        self.process.wait()
+        why = line.removeprefix(NOT_ISOLATED) if line.startswith(NOT_ISOLATED) else ""
+        why = why or "the kernel template did not start inside bubblewrap"
+        if settings.mode == "bwrap":
+            raise RuntimeError(f"the sandbox is required but cannot run: {why}")
+        self._start_weaker(settings, why)
 
     def _sandbox_command(self, settings: SandboxSettings) -> tuple[list[str] | None, str | None]:
         """The bwrap command to start the zygote with, or why there is none."""
         if settings.mode == "off":
             return None, f"the sandbox is turned off (mode off or {SANDBOX_ENV}=off)"
         command = bwrap_command(self.dir, settings)
-        uid = settings.kernel_uid if os.geteuid() == 0 else None
-        why = "bubblewrap (bwrap) is not installed" if command is None else None
-        why = why or probe(command, self.dir, uid, shown_paths(settings))
-        if why and settings.mode == "bwrap":
+        if command is not None:
+            return command, None
+        why = "bubblewrap (bwrap) is not installed"
+        if settings.mode == "bwrap":
             raise RuntimeError(f"the sandbox is required but cannot run: {why}")
-        return (None, why) if why else (command, None)
+        return None, why
 
-    def _start(self, sandbox: list[str], settings: SandboxSettings, weaker: str | None) -> bool:
-        """Start the zygote (in `sandbox`, a bwrap command, unless empty); True once ready."""
+    def _start_weaker(self, settings: SandboxSettings, why: str) -> None:
+        weaker = WEAKER.format(why=why)
+        print(f"WARNING: {weaker}", file=sys.stderr, flush=True)
+        self._launch([], settings, weaker)
+        if self.process.stdout.readline().strip() != "listening":
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError("the kernel template process failed to start")
+
+    def _launch(self, sandbox: list[str], settings: SandboxSettings, weaker: str | None) -> None:
+        """Start the zygote (in `sandbox`, a bwrap command, unless empty); it prints "listening"
+        once it takes requests (before it imports torch: they wait until it has)."""
         uid = settings.kernel_uid if sandbox and os.geteuid() == 0 else None
         config = {"sandboxed": bool(sandbox), "weaker": weaker, "run_dir": self.dir}
         config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
@@ -105,20 +133,16 @@ class Zygote:
         command = [*sandbox, sys.executable, "-m", "autograder.engine.zygote", self.path]
         command.append(json.dumps(config))
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-        # It listens before it imports torch (requests wait until it has): ready to take them.
-        if self.process.stdout.readline().strip() == "listening":
-            return True
-        self.process.kill()
-        self.process.wait()
-        return False
 
     @classmethod
     def current(cls, sandbox: dict | None = None) -> Zygote:
         """The zygote this process uses: the one named by $HOOKLAB_ZYGOTE if it is alive, else
         one of its own (with the `sandbox` settings), started on first use and stopped when the
         process exits."""
-        if cls._current is not None and cls._current.alive():
-            return cls._current
+        if cls._current is not None:
+            cls._current.ready()
+            if cls._current.alive():
+                return cls._current
         shared = os.environ.get(ZYGOTE_ENV)
         if shared and os.path.exists(shared) and (cls._current is None or cls._current.dir):
             cls._current = Zygote(shared)
@@ -126,6 +150,14 @@ class Zygote:
             cls._current = Zygote(sandbox=sandbox)
             atexit.register(cls._current.stop)
         return cls._current
+
+    @classmethod
+    def start_soon(cls, sandbox: dict | None = None) -> None:
+        """Start this process's zygote, if it has none, without waiting for it to listen: the
+        caller gets on with its own imports meanwhile; `current()` waits."""
+        if cls._current is None and not os.environ.get(ZYGOTE_ENV):
+            cls._current = Zygote(sandbox=sandbox, wait=False)
+            atexit.register(cls._current.stop)
 
     @property
     def info(self) -> dict:

@@ -40,6 +40,7 @@ from autograder.engine import collector, isolation, kernel_command_line, templat
 from autograder.engine.limits import Limits
 
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+NOT_ISOLATED = "not isolated: "  # what a sandboxed zygote says instead of "listening", and why
 # Preloading the kernel's debugger would otherwise print a note about frozen modules on stderr.
 QUIET_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
@@ -298,6 +299,14 @@ def _listen(path: str) -> socket.socket:
 
 
 def serve(path: str, config: dict) -> None:
+    if config.get("sandboxed"):
+        # In the sandbox, kernels are isolated further (isolation.py): try it on a do-nothing
+        # kernel first. If it fails, the grader starts a zygote without the sandbox instead.
+        kernels = os.path.join(config["run_dir"], "kernels")
+        why = isolation.self_test(kernels, config.get("kernel_uid"), config.get("shown", []))
+        if why:
+            print(f"{NOT_ISOLATED}{why}", flush=True)
+            return
     # Listen first, then preload: the grader can send its first requests (which wait in the
     # backlog) and get on with its own work while torch is imported here.
     server = _listen(path)
