@@ -296,3 +296,16 @@ def test_kernels_of_a_digits_notebook_inherit_the_parsed_digits(tmp_path):
     assert int(count) == len(rows) and int(label_sum) == int(rows[:, -1].sum())
     expected = torch.tensor(rows[:, :-1], dtype=torch.float32).div(16).sum().item()
     assert float(total) == pytest.approx(expected, rel=1e-6)
+
+
+def test_kernels_and_the_grader_pack_messages_with_orjson(tmp_path):
+    # jupyter_client uses orjson when it is installed (a declared dependency): in the kernel,
+    # which sends every output, and in the grader, which reads them.
+    from jupyter_client.session import Session
+
+    cell = "print(get_ipython().kernel.session.packer, 'ünïcode', [0.1, 1e-300])"
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
+    )
+    assert ran.cells[0].outputs[0].text == "orjson ünïcode [0.1, 1e-300]\n"
+    assert Session().packer == Session().unpacker == "orjson"
