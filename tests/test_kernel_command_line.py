@@ -65,3 +65,21 @@ def test_a_bad_option_ends_the_kernel_as_traitlets_ends_it(parsed_ahead, capsys)
         codes.append(ended.value.code)
     assert codes == [1, 1]
     assert capsys.readouterr().err.count("NO_SUCH_LEVEL") == 2  # its message, both times
+
+
+def test_the_engines_log_level_option_sets_the_kernels_logging_up_once(monkeypatch):
+    # A kernel applies its command line more than once while it starts (parse_command_line,
+    # then again after its config files); each change of log_level reconfigures logging.
+    from traitlets.config import application
+
+    from autograder.engine.execute import KERNEL_LOG_LEVEL
+
+    calls = []
+    real = application.dictConfig
+    monkeypatch.setattr(application, "dictConfig", lambda c: calls.append(c) or real(c))
+    app = IPKernelApp()
+    app.log  # noqa: B018 - sets logging up once, as every kernel does when it first logs
+    for _ in range(3):
+        Application.parse_command_line(app, ["-f", "/run/k1.json", KERNEL_LOG_LEVEL])
+    assert app.log_level == 40  # logging.ERROR
+    assert len(calls) == 2  # the default set-up, then the one change to ERROR

@@ -4,6 +4,7 @@ and error capture are exactly those of `nbgrader autograde`."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import tempfile
@@ -18,6 +19,12 @@ from traitlets.config import Config
 
 from autograder.engine.verify import Guard
 from autograder.engine.warm_kernel import WarmKernelManager, Zygote
+
+# Each kernel would log "running over TCP without encryption" to the grader's terminal; the
+# kernel listens on loopback only. Its other messages (errors) still come through. As a number:
+# the name "ERROR" is turned into 40 anew each time the kernel applies its command line, and
+# each change sets its logging up again (logging.config.dictConfig, 9 times per kernel).
+KERNEL_LOG_LEVEL = f"--IPKernelApp.log_level={logging.ERROR}"
 
 
 @dataclass
@@ -89,10 +96,8 @@ def run_in_warm_kernel(
     # Every cell has run and every output is in when the kernel is shut down; a graceful
     # shutdown only adds a round trip to a kernel that is never used again.
     settings.NotebookClient.shutdown_kernel = "immediate"
-    # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
-    # kernel listens on loopback only. Its other messages (errors) still come through.
     extra = list(settings.Execute.get("extra_arguments", []))
-    settings.Execute.extra_arguments = [*extra, "--IPKernelApp.log_level=ERROR"]
+    settings.Execute.extra_arguments = [*extra, KERNEL_LOG_LEVEL]
     executor = CappedExecute(config=settings)
     executor.kernel_manager_class = WarmKernelManager
     running: dict = {}
