@@ -6,6 +6,7 @@ import base64
 import copy
 import io
 import json
+import math
 import re
 import sys
 from types import SimpleNamespace
@@ -169,10 +170,12 @@ def test_the_evidence_format_carries_plain_data_exactly():
         "every other": torch.arange(10, dtype=torch.int32)[::2],
         "flags": [torch.tensor(True), torch.zeros(0, 3), torch.tensor(2.5, dtype=torch.bfloat16)],
         "complex": torch.randn(2, dtype=torch.complex64).conj(),
-        "nested": {"tensor": 1, "dict": [None, "text", False, float("inf")]},
+        "nested": {"tensor": 1, "dict": [None, "text", False, float("inf"), -float("inf")]},
     }
-    back = decode(json.loads(json.dumps(encode(plain(values)))))  # through JSON, as it travels
+    # Through strict JSON (no NaN or Infinity literals), as kernel messages carry it.
+    back = decode(json.loads(json.dumps(encode(plain(values)), allow_nan=False)))
     assert back.keys() == values.keys() and back["nested"] == values["nested"]
+    assert math.isnan(decode(json.loads(json.dumps(encode({"x": float("nan")}))))["x"])
     pairs = [(back["floats"], values["floats"]), (back["every other"], values["every other"])]
     pairs += list(zip(back["flags"], values["flags"], strict=True))
     pairs += [(back["complex"], values["complex"].resolve_conj())]

@@ -25,6 +25,7 @@ Converting a check is mechanical:
 from __future__ import annotations
 
 import base64
+import math
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -134,9 +135,9 @@ def plain(value: Any) -> Any:
 
 # The evidence format: JSON in which a tensor is {"tensor": [dtype, shape, base64 of its bytes]}
 # (in the machine's order: little-endian wherever torch runs), a dict is {"dict": {...}} (so no
-# dict of the student's reads as a tensor), and lists, strings, numbers, booleans and null are
-# themselves. It replaced torch.save: the same data, decoded ~10x faster, and no unpickler on
-# the trust boundary.
+# dict of the student's reads as a tensor), a NaN or infinity is {"float": "nan"|"inf"|"-inf"},
+# and lists, strings, other numbers, booleans and null are themselves. It replaced torch.save:
+# the same data, decoded ~10x faster, and no unpickler on the trust boundary.
 DTYPES = {
     str(dtype).removeprefix("torch."): dtype
     for dtype in (
@@ -155,6 +156,8 @@ def encode(value: Any) -> Any:
         return [encode(item) for item in value]
     if isinstance(value, dict):
         return {"dict": {str(key): encode(item) for key, item in value.items()}}
+    if type(value) is float and not math.isfinite(value):  # JSON has no NaN or infinity
+        return {"float": repr(value)}
     return value
 
 
@@ -187,6 +190,8 @@ def _decode(data: Any) -> Any:
             return {key: _decode(item) for key, item in inner.items()}
         if kind == "tensor":
             return _decode_tensor(inner)
+        if kind == "float" and inner in ("nan", "inf", "-inf"):
+            return float(inner)
         raise ValueError(f"unknown evidence object {kind!r}")
     if data is None or type(data) in (bool, int, float, str):
         return data
