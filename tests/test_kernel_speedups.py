@@ -4,6 +4,8 @@ ipykernel (started cold, as `nbgrader autograde` starts it) gives the same outpu
 and PNG bytes included."""
 
 import os
+import sys
+import types
 
 import nbformat
 import numpy as np
@@ -25,6 +27,8 @@ CELLS = [
     "class Broken(torch.nn.Module):\n    def forward(self, x):\n        return x @ torch.ones(3)\n"
     "Broken()(torch.ones(2))",
     "Broken()(torch.ones(4))",
+    # Through torch.nn.functional, which the template has parsed for its tracebacks.
+    "torch.nn.ReLU(inplace=True)(torch.ones(1, requires_grad=True))",
     # Figures: one per cell, and two in one cell, with titles, colour bars and tight bounding boxes.
     "fig, ax = plt.subplots(figsize=(3, 2))\nimage = ax.imshow(torch.arange(12.).reshape(3, 4))\n"
     "fig.colorbar(image)\nax.set_title('a map')\n"
@@ -103,7 +107,7 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert _shown(warm) == _shown(stock)
     pngs = [o for cell in _shown(warm) for o in cell if "image/png" in o.get("data", {})]
     errors = [o for cell in _shown(warm) for o in cell if o["output_type"] == "error"]
-    assert len(pngs) == 3 and len(errors) == 4
+    assert len(pngs) == 3 and len(errors) == 5
     # The speed-up is in use: the figure was drawn fewer times than in the stock kernel.
     count = {
         name: int(nb.cells[-3].outputs[0].text) for name, nb in (("warm", warm), ("stock", stock))
@@ -137,15 +141,41 @@ def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
         "print(len(kernel._kernel_modules))\n"
         "print(sorted(set(kernel._kernel_modules) ^ set(loaded)))\n"
         "from autograder.engine.template_warmup import _listed\n"
-        "print([m.__file__ for m in _listed.values()] == kernel._kernel_modules)"
+        "listed = [m.__file__ for m in _listed.values() if hasattr(m, '__file__')]\n"
+        "print(listed == kernel._kernel_modules)\n"
+        # IPython's init_code keeps the names of the modules loaded at start (%reset's aggressive
+        # mode unloads the others): the names, read from the template's list too.
+        "shell = get_ipython()\n"
+        "print({id(k) for k in shell._sys_modules_keys} == {id(k) for k in _listed},\n"
+        "      len(shell._sys_modules_keys))"
     )
     ran = nbformat.reads(
         execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
     )
-    count, difference, from_template = ran.cells[0].outputs[0].text.splitlines()
+    count, difference, from_template, names = ran.cells[0].outputs[0].text.splitlines()
     assert int(count) > 1000  # torch's modules and the rest
     assert difference == "[]"  # the files of exactly the modules loaded in the kernel now
     assert from_template == "True"  # read from the template's list
+    same_names, names_count = names.split()
+    assert same_names == "True" and int(names_count) > int(count)
+
+
+def test_the_listed_modules_stand_in_only_while_nothing_was_loaded_since(monkeypatch):
+    # A module loaded after the listing (in the kernel, before it reads them) makes the kernel
+    # read the real sys.modules; what it sets on `sys` goes to the real one.
+    from autograder.engine import template_warmup
+
+    monkeypatch.setattr(template_warmup, "_listed", {})
+    monkeypatch.setattr(template_warmup, "_listed_from", -1)
+    template_warmup.list_loaded_modules()
+    stand_in = template_warmup._SysWithListedModules()
+    assert stand_in.modules is template_warmup._listed
+    assert list(stand_in.modules) == list(sys.modules)
+    monkeypatch.setitem(sys.modules, "hooklab_loaded_later", types.ModuleType("later"))
+    assert stand_in.modules is sys.modules
+    monkeypatch.setattr(sys, "argv", ["before"])
+    stand_in.argv = ["after"]
+    assert sys.argv == ["after"] and stand_in.platform == sys.platform
 
 
 def test_a_flush_waits_for_a_timed_flush_that_has_taken_the_output(monkeypatch):
@@ -296,6 +326,22 @@ def test_kernels_of_a_digits_notebook_inherit_the_parsed_digits(tmp_path):
     assert int(count) == len(rows) and int(label_sum) == int(rows[:, -1].sum())
     expected = torch.tensor(rows[:, :-1], dtype=torch.float32).div(16).sum().item()
     assert float(total) == pytest.approx(expected, rel=1e-6)
+
+
+def test_kernels_inherit_the_parsed_source_of_torch_code_tracebacks_pass_through(tmp_path):
+    # A traceback's formatter parses each file it passes through, once per process: torch's
+    # module code and its 7000-line functional.py are parsed in the template, not in a kernel.
+    cell = (
+        "from stack_data.core import Source\n"
+        "parsed = Source._class_local('__source_cache_with_lines', {})\n"
+        "print(sorted(name.rsplit('/', 1)[-1] for name, _ in parsed if 'torch' in name))"
+    )
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
+    )
+    parsed = ran.cells[0].outputs[0].text
+    for name in ("module.py", "functional.py", "activation.py", "_tensor.py"):
+        assert f"'{name}'" in parsed, parsed
 
 
 def test_kernels_and_the_grader_pack_messages_with_orjson(tmp_path):

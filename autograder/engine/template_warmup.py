@@ -9,7 +9,6 @@ import contextlib
 import io
 import os
 import sys
-import types
 
 # What every kernel needs, loaded once in the template instead of in every kernel; a batch adds
 # the modules its notebooks import (the "preload" request). Not modules that register themselves
@@ -78,58 +77,74 @@ class _ModuleFile:
         self.__file__ = file
 
 
-class _SysForKernelInit(types.ModuleType):
-    """What ipykernel.ipkernel calls `sys` while a kernel is made: the real sys, except that its
-    `modules` are the stand-ins listed in the template."""
+class _SysWithListedModules:
+    """What ipykernel.ipkernel and IPython's shellapp call `sys` while a kernel is made: the
+    real sys, except that `modules`, while no module has been loaded since the fork, is the
+    template's list (list_loaded_modules), which reads the same."""
 
-    def __init__(self, modules: dict) -> None:
-        super().__init__("sys")
-        self.modules = modules
+    @property
+    def modules(self) -> dict:
+        return _listed if len(sys.modules) == _listed_from else sys.modules
 
     def __getattr__(self, name: str):
         return getattr(sys, name)
 
+    def __setattr__(self, name: str, value) -> None:  # `sys.argv = ...` sets the real one
+        setattr(sys, name, value)
 
-_listed: dict[int, _ModuleFile] = {}
+
+_listed: dict[str, object] = {}  # a copy of each loaded module's name -> its _ModuleFile
 _listed_from = -1  # len(sys.modules) when _listed was made
+_NO_FILE = object()  # stands for a module without a file (a built-in one)
+
+
+def _copy(text):
+    # fsdecode(fsencode()) copies a name exactly, so the copies sit together.
+    return os.fsdecode(os.fsencode(text)) if isinstance(text, str) else text
 
 
 def list_loaded_modules() -> None:
-    """In the template, before a fork: the files of the loaded modules, for the kernel to list.
+    """In the template, before a fork: the names and files of the loaded modules, which a
+    kernel reads twice while it is made: IPythonKernel.__init__ lists every module's file (for
+    its debugger), IPython's init_code every name (for `%reset --aggressive`).
 
-    IPythonKernel.__init__ lists the file of every loaded module (for its debugger). In a forked
-    kernel that touches ~3000 module objects and their file names, copying the memory page of
-    each (about 2900 page faults, some 8 ms per kernel). Listed here once, in fresh objects that
-    sit together on a few pages, the kernel reads those instead and gets the same file names.
-    Listed again only when the template has imported modules since.
+    In a forked kernel that touches ~3000 module objects, their names and file names, copying
+    the memory page each sits on (some 2900 page faults, 5-8 ms per kernel for each of the two
+    reads). Listed here once, in fresh objects that sit together on a few pages, the kernel
+    reads those instead and gets the same names. Listed again only when the template has
+    imported modules since.
     """
     global _listed_from
     if len(sys.modules) == _listed_from:
         return
-    files = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
-    # fsdecode(fsencode()) copies each name exactly, so the copies sit together.
-    copies = [_ModuleFile(os.fsdecode(os.fsencode(file))) for file in files if file]
+    listed = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        listed[_copy(name)] = _ModuleFile(_copy(file)) if file else _NO_FILE
     _listed.clear()
-    _listed.update(enumerate(copies))
+    _listed.update(listed)
     _listed_from = len(sys.modules)
 
 
 def use_listed_modules() -> None:
-    """Make IPythonKernel.__init__ read the template's list (list_loaded_modules), if any."""
+    """Make IPythonKernel.__init__ and IPython's init_code read the template's list
+    (list_loaded_modules)."""
     from ipykernel import ipkernel
+    from IPython.core import shellapp
 
-    original = ipkernel.IPythonKernel.__init__
+    def reading_the_list(module, function):
+        def read(*args, **kwargs):
+            module.sys = _SysWithListedModules()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                module.sys = sys
 
-    def __init__(self, **kwargs) -> None:
-        if not _listed:
-            return original(self, **kwargs)
-        ipkernel.sys = _SysForKernelInit(_listed)
-        try:
-            original(self, **kwargs)
-        finally:
-            ipkernel.sys = sys
+        return read
 
-    ipkernel.IPythonKernel.__init__ = __init__
+    ipkernel.IPythonKernel.__init__ = reading_the_list(ipkernel, ipkernel.IPythonKernel.__init__)
+    app = shellapp.InteractiveShellApp
+    app.init_code = reading_the_list(shellapp, app.init_code)
 
 
 def warm_figure_rendering() -> None:
@@ -197,7 +212,9 @@ def warm_traceback_caches() -> None:
     # In a kernel's colours: a frame's highlighting is remembered per style too.
     formatter = AutoFormattedTB(mode="Context", theme_name=InteractiveShell.colors.default_value)
     # Each raises from another line of torch's module code (a frame's highlighting is
-    # remembered per line), as the notebooks' unfinished hooks and shape mistakes do.
+    # remembered per line), as the notebooks' unfinished hooks and shape mistakes do. The last
+    # passes through torch.nn.functional, whose 7000 lines take a kernel ~0.3 s to parse for
+    # its first traceback there (an in-place ReLU on a leaf, a wrong interpolate size, ...).
     for fail in (
         lambda: stub(torch.ones(1)),
         lambda: torch.nn.Sequential(stub)(torch.ones(1)),
@@ -209,6 +226,7 @@ def warm_traceback_caches() -> None:
         lambda: stub.apply(lambda module: fail_in_hook(module, None)),
         lambda: torch.nn.Linear(2, 1)(torch.ones(3)),
         lambda: torch.nn.Conv2d(1, 1, 3)(torch.ones(2, 1, 1)),
+        lambda: torch.nn.ReLU(inplace=True)(weight),
     ):
         try:
             fail()
