@@ -344,6 +344,19 @@ def test_kernels_inherit_the_parsed_source_of_torch_code_tracebacks_pass_through
         assert f"'{name}'" in parsed, parsed
 
 
+def test_a_kernels_first_manual_seed_reads_no_source_file(tmp_path):
+    # torch.manual_seed formats the stack (for CUDA's lazy start) and so reads the source of every
+    # frame's file: the template has read those a kernel's cells run inside.
+    cell = (
+        "import linecache, torch\nbefore = set(linecache.cache)\ntorch.manual_seed(0)\n"
+        "print([name for name in set(linecache.cache) - before if 'ipykernel_' not in name])"
+    )
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
+    )
+    assert ran.cells[0].outputs[0].text.strip() == "[]"
+
+
 def test_kernels_and_the_grader_pack_messages_with_orjson(tmp_path):
     # jupyter_client uses orjson when it is installed (a declared dependency): in the kernel,
     # which sends every output, and in the grader, which reads them.

@@ -56,8 +56,51 @@ def preload() -> None:
     # Nothing above imports torch._dynamo: the kernels' optimizers then do not either.
     dynamo_on_demand.install()
     warm_traceback_caches()
+    read_kernel_stack_sources()
     register_modules()
     use_listed_modules()
+
+
+# The modules whose code is on a kernel's stack while a cell runs, and those torch.manual_seed
+# runs through (see read_kernel_stack_sources).
+KERNEL_STACK_MODULES = (
+    "runpy",
+    "__main__",  # the template's own code (zygote.py), and isolation.py's when sandboxed
+    "autograder.engine.zygote",
+    "autograder.engine.isolation",
+    "asyncio.base_events",
+    "asyncio.events",
+    "tornado.platform.asyncio",
+    "ipykernel.kernelapp",
+    "ipykernel.kernelbase",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "IPython.core.interactiveshell",
+    "IPython.core.async_helpers",
+    "torch.random",
+    "torch.cuda",
+    "torch.cuda.random",
+    "torch.xpu",
+    "torch.xpu.random",
+    "torch.mtia",
+)
+
+
+def read_kernel_stack_sources() -> None:
+    """Read into linecache, once, the source of the code on a kernel's stack while a cell runs.
+
+    torch.manual_seed, which the notebooks and checks call, queues a seeding call for each
+    accelerator torch has not started (CUDA, XPU, MTIA) together with traceback.format_stack(),
+    which reads the source line of every frame: a kernel's first call read some fifteen files
+    (~4 ms). linecache checks each file's size and time before it uses what it holds, as it
+    would in the kernel.
+    """
+    import linecache
+
+    for name in KERNEL_STACK_MODULES:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            linecache.getlines(file)
 
 
 def register_modules() -> None:
