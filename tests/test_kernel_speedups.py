@@ -80,6 +80,12 @@ def _notebook(sources: list[str] = CELLS) -> nbformat.NotebookNode:
     return nb
 
 
+def _printed_by_warm_kernel(cell: str, folder) -> str:
+    """What a one-cell notebook printed, run in a warm kernel."""
+    ran = execute_notebook(nbformat.writes(_notebook([cell])), str(folder)).notebook
+    return nbformat.reads(ran, 4).cells[0].outputs[0].text
+
+
 def _shown(nb: nbformat.NotebookNode) -> list:
     return [
         [{k: v for k, v in output.items() if k != "metadata"} for output in cell.outputs]
@@ -149,10 +155,8 @@ def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
         "print({id(k) for k in shell._sys_modules_keys} == {id(k) for k in _listed},\n"
         "      len(shell._sys_modules_keys))"
     )
-    ran = nbformat.reads(
-        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
-    )
-    count, difference, from_template, names = ran.cells[0].outputs[0].text.splitlines()
+    printed = _printed_by_warm_kernel(cell, tmp_path)
+    count, difference, from_template, names = printed.splitlines()
     assert int(count) > 1000  # torch's modules and the rest
     assert difference == "[]"  # the files of exactly the modules loaded in the kernel now
     assert from_template == "True"  # read from the template's list
@@ -314,10 +318,8 @@ def test_kernels_of_a_digits_notebook_inherit_the_parsed_digits(tmp_path):
         "images, labels = digits.load_digits_images()\n"
         "print(images.shape[0], float(images.sum()), int(labels.sum()))"
     )
-    ran = nbformat.reads(
-        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
-    )
-    inherited, loaded = ran.cells[0].outputs[0].text.splitlines()
+    printed = _printed_by_warm_kernel(cell, tmp_path)
+    inherited, loaded = printed.splitlines()
     assert inherited == "1"
     from autograder.digits import _sklearn_file
 
@@ -336,10 +338,7 @@ def test_kernels_inherit_the_parsed_source_of_torch_code_tracebacks_pass_through
         "parsed = Source._class_local('__source_cache_with_lines', {})\n"
         "print(sorted(name.rsplit('/', 1)[-1] for name, _ in parsed if 'torch' in name))"
     )
-    ran = nbformat.reads(
-        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
-    )
-    parsed = ran.cells[0].outputs[0].text
+    parsed = _printed_by_warm_kernel(cell, tmp_path)
     for name in ("module.py", "functional.py", "activation.py", "_tensor.py"):
         assert f"'{name}'" in parsed, parsed
 
@@ -351,10 +350,8 @@ def test_a_kernels_first_manual_seed_reads_no_source_file(tmp_path):
         "import linecache, torch\nbefore = set(linecache.cache)\ntorch.manual_seed(0)\n"
         "print([name for name in set(linecache.cache) - before if 'ipykernel_' not in name])"
     )
-    ran = nbformat.reads(
-        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
-    )
-    assert ran.cells[0].outputs[0].text.strip() == "[]"
+    printed = _printed_by_warm_kernel(cell, tmp_path)
+    assert printed.strip() == "[]"
 
 
 def test_kernels_and_the_grader_pack_messages_with_orjson(tmp_path):
@@ -363,8 +360,6 @@ def test_kernels_and_the_grader_pack_messages_with_orjson(tmp_path):
     from jupyter_client.session import Session
 
     cell = "print(get_ipython().kernel.session.packer, 'ünïcode', [0.1, 1e-300])"
-    ran = nbformat.reads(
-        execute_notebook(nbformat.writes(_notebook([cell])), str(tmp_path)).notebook, 4
-    )
-    assert ran.cells[0].outputs[0].text == "orjson ünïcode [0.1, 1e-300]\n"
+    printed = _printed_by_warm_kernel(cell, tmp_path)
+    assert printed == "orjson ünïcode [0.1, 1e-300]\n"
     assert Session().packer == Session().unpacker == "orjson"

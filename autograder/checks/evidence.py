@@ -209,9 +209,7 @@ def _decode_tensor(fields: Any) -> torch.Tensor:
     if not isinstance(data, str):
         raise ValueError("a tensor's data is base64 text")
     dtype, raw = DTYPES[name], base64.b64decode(data, validate=True)
-    count = 1
-    for size in shape:
-        count *= size
+    count = math.prod(shape)
     if len(raw) != count * dtype.itemsize:
         raise ValueError(f"a {name} tensor of shape {shape} needs {count * dtype.itemsize} bytes")
     if not raw:

@@ -85,11 +85,9 @@ class Zygote:
         settings, self._launched_in_sandbox = self._launched_in_sandbox, None
         if settings is None:
             return
-        line = self.process.stdout.readline().strip()
+        line = self._first_line()
         if line == "listening":
             return
-        self.process.kill()
-        self.process.wait()
         why = line.removeprefix(NOT_ISOLATED) if line.startswith(NOT_ISOLATED) else ""
         why = why or "the kernel template did not start inside bubblewrap"
         if settings.mode == "bwrap":
@@ -112,10 +110,16 @@ class Zygote:
         weaker = WEAKER.format(why=why)
         print(f"WARNING: {weaker}", file=sys.stderr, flush=True)
         self._launch([], settings, weaker)
-        if self.process.stdout.readline().strip() != "listening":
+        if self._first_line() != "listening":
+            raise RuntimeError("the kernel template process failed to start")
+
+    def _first_line(self) -> str:
+        """What the launched zygote says first: "listening", or else why not (then it is gone)."""
+        line = self.process.stdout.readline().strip()
+        if line != "listening":
             self.process.kill()
             self.process.wait()
-            raise RuntimeError("the kernel template process failed to start")
+        return line
 
     def _launch(self, sandbox: list[str], settings: SandboxSettings, weaker: str | None) -> None:
         """Start the zygote (in `sandbox`, a bwrap command, unless empty); it prints "listening"
