@@ -1,8 +1,8 @@
 """Redraw the README's CNN pictures (docs/images/) with the cnn_hooks notebook's own code.
 
 Runs the solution notebook's code cells in this process, with matplotlib drawing off-screen, and
-saves the figure that cell `forward_demo` draws last (block2's 16 feature maps) and the one
-`grad_cam_demo` draws. Run it after changing the notebook or its weights:
+saves the figure that cell `forward_demo` draws (block2's input and output feature maps) and
+the one `grad_cam_demo` draws. Run it after changing the notebook or its weights:
 `.venv/bin/python scripts/readme_images.py`.
 """
 
