@@ -3,8 +3,10 @@ protections and outputs, and with one fresh warm kernel per submission?"""
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -149,10 +151,60 @@ def test_workers_forked_after_the_grader_used_torchs_threads_do_not_hang(graded)
         "batch = Batch(Path(sys.argv[1]), 'forward_hooks', students='all_correct', force=True)\n"
         "print([r.status for r in batch.run(jobs=1)])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, timeout=180
-    )
+    done = _grade_in_a_new_process(script, root)
     assert done.stdout.strip() == "['graded']", done.stderr[-2000:]
+
+
+def test_the_grading_process_and_its_workers_never_import_torch(graded):
+    """Only kernels and the verifier process the template forks hold torch: the grading
+    process, and a worker grading in it, verify the evidence through the verifier process and
+    still give a correct submission every point."""
+    root, _, _ = graded
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from autograder import course, gradebook\n"
+        "from autograder.engine.batch import Batch\n"
+        "from autograder.engine.pipeline import grade_notebook\n"
+        "root = Path(sys.argv[1])\n"
+        "batch = Batch(root, 'forward_hooks', students='all_correct', force=True,\n"
+        "              dispatch=grade_notebook)  # the worker's step, in this process\n"
+        "print([(r.status, r.message) for r in batch.run(jobs=1)])\n"
+        "cells = gradebook.scores(course.gradebook_url(root), 'forward_hooks')['all_correct']\n"
+        "print(sum(c.score for c in cells), sum(c.max_score for c in cells))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = _grade_in_a_new_process(script, root)
+    assert done.stdout.splitlines()[0] == "[('graded', '')]", done.stderr[-2000:]
+    score, most = map(float, done.stdout.splitlines()[1].split())
+    assert score == most > 0
+    assert done.stdout.splitlines()[2] == "False"
+
+
+def _grade_in_a_new_process(script: str, root: Path) -> subprocess.CompletedProcess:
+    """Run `script` (which grades the course at sys.argv[1]) in a fresh interpreter."""
+    command = [sys.executable, "-c", script, str(root)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+
+
+def test_a_verifier_process_that_died_is_replaced(monkeypatch):
+    monkeypatch.setenv("HOOKLAB_SANDBOX", "off")  # so that its pid is one this test can signal
+    zygote = Zygote()
+    try:
+        verifiers = zygote.verifiers
+        assert ("forward_collect", True) in verifiers.facts().verifiers  # connected
+        first = zygote.request(op="verifier")
+        os.kill(first["pid"], signal.SIGKILL)
+        for _ in range(500):
+            if _ended(first["pid"]):
+                break
+            time.sleep(0.01)
+        reason = verifiers.judge("forward_collect", True, 1, {"data": []})
+        assert "is malformed" in reason
+        second = zygote.request(op="verifier")
+        assert second["pid"] != first["pid"] and second["path"] == first["path"]
+    finally:
+        zygote.stop()
 
 
 def test_a_slow_preload_runs_in_a_child_template_while_the_zygote_goes_on_serving(
@@ -199,6 +251,14 @@ def test_a_slow_preload_runs_in_a_child_template_while_the_zygote_goes_on_servin
     # The child template went with it (it is a fork of the zygote: the same command line).
     left = [p for p in Path("/proc").glob("[0-9]*/cmdline") if _reads(p, zygote.path)]
     assert left == []
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone, or a zombie its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def _reads(path: Path, text: str) -> bool:

@@ -21,7 +21,9 @@ from autograder.checks import apply_init
 from autograder.checks.evidence import MIMETYPE, Evidence, decode, encode, plain
 from autograder.checks.trusted import VERIFIERS, Suspicious
 from autograder.engine.scan import PROTECTED_ROOTS, scan_source
+from autograder.engine.verifier_client import LocalVerifiers
 from autograder.engine.verify import ENAME, Guard, scan_cells, seed_for
+from autograder.engine.warm_kernel import Zygote
 
 ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "hooks_in_practice"]
 # Test cells with a trusted verifier, per notebook (the table in docs/threat-model.md).
@@ -127,6 +129,36 @@ def test_every_covered_cell_refuses_missing_or_wrong_evidence(executed):
         assert "disagrees" in flags[0]
         tested += 1
     assert tested == COVERED[assignment]
+
+
+def test_the_verifier_process_gives_the_verdicts_the_verifiers_give_here(executed):
+    """Workers ask the verifier process the kernel template forks (verifier_process.py) instead
+    of importing torch: it must refuse and accept exactly what the verifiers do in-process."""
+    _, guard, nb = executed
+    index, _ = _first_covered(nb, hidden=True)
+    cases = {"honest": copy.deepcopy(nb)}
+    cases["wrong values everywhere"] = wrong = copy.deepcopy(nb)
+    for cell in wrong.cells:
+        for output in cell.get("outputs", []):
+            payload = output.get("data", {}).get(MIMETYPE)
+            if payload:
+                payload["data"] = encode(
+                    {k: _perturb(v) for k, v in decode(payload["data"]).items()}
+                )
+    cases["malformed"] = malformed = copy.deepcopy(nb)
+    malformed.cells[index].outputs[-1].data[MIMETYPE]["data"] = {"pickle": "gASVAAAAAAAAAAB9lC4="}
+    cases["no data"] = empty = copy.deepcopy(nb)
+    del empty.cells[index].outputs[-1].data[MIMETYPE]["data"]
+    remote = Zygote.current().verifiers
+    for name, case in cases.items():
+        here = _verified(guard, case)
+        guard.verifiers = remote
+        try:
+            there = _verified(guard, case)
+        finally:
+            guard.verifiers = LocalVerifiers()
+        assert there[:2] == here[:2], name
+        assert bool(here[0]) is (name != "honest"), (name, here[0])
 
 
 def _perturb(value):

@@ -1,11 +1,11 @@
-"""Trusted verifiers: the grading worker's second opinion on a passing check, from its evidence.
+"""Trusted verifiers: the grader's second opinion on a passing check, from its evidence.
 
-They run only in the grading worker (autograder/engine/verify.py), never in a student's kernel,
-so nothing the student's code did to its own process reaches them. Each one rebuilds the check's
-inputs from the seed, recomputes the expected values with torch and compares them with what the
-evidence says the student's code produced, with strict types: a list subclass, a tensor subclass
-or any other object where a tensor or list belongs is rejected. See evidence.py for how a check
-is converted.
+They run only in the verifier process (autograder/engine/verifier_process.py, for the grading
+workers' verify.py), never in a student's kernel, so nothing the student's code did to its own
+process reaches them. Each one rebuilds the check's inputs from the seed, recomputes the
+expected values with torch and compares them with what the evidence says the student's code
+produced, with strict types: a list subclass, a tensor subclass or any other object where a
+tensor or list belongs is rejected. See evidence.py for how a check is converted.
 """
 
 from __future__ import annotations

@@ -83,9 +83,7 @@ def local_workers(
     with collector.paused_for_imports():
         warm_up()  # here, once, instead of in every worker on its first notebook
     context = multiprocessing.get_context("fork")
-    workers = ProcessPoolExecutor(
-        max_workers=max(1, jobs), mp_context=context, initializer=_one_thread_for_torch
-    )
+    workers = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context)
     with workers as pool:
         # The first task starts every worker (fork start method), from this thread, before the
         # grading threads exist.
@@ -164,16 +162,6 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
                 yield finished.get().result()
         finally:
             stopping.set()
-
-
-def _one_thread_for_torch() -> None:
-    """In a worker, just forked: the trusted verifiers compute with torch on one thread. If this
-    process's parent had used torch's thread pool, the child's copy of it has no threads (fork
-    copies only the calling one), and the first parallel operation would wait for them forever;
-    the cores are the kernels' anyway."""
-    import torch
-
-    torch.set_num_threads(1)
 
 
 @dataclass

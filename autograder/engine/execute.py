@@ -106,6 +106,7 @@ def run_in_warm_kernel(
     )
     if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
         guard.prepare(nb, executor)
+        guard.verifiers = Zygote.current().verifiers
     death = ""
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch

@@ -30,7 +30,6 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
-from autograder.engine import dynamo_on_demand
 from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import run_in_warm_kernel
 from autograder.engine.snapshot import GradebookSnapshot
@@ -155,8 +154,6 @@ def warm_up(kernel_name: str = "python3") -> None:
 
 def grade_notebook(job: NotebookJob) -> NotebookResult:
     """Sanitize, execute and score one notebook; raises what nbgrader's conversion would raise."""
-    # Before the verifiers' optimizers would import torch._dynamo (local and Dask workers alike).
-    dynamo_on_demand.install()
     config = Config(job.config)
     steps = Autograde(config=config)  # only for the configured preprocessor lists
     resources, metadata = ResourcesDict(), ResourcesDict()

@@ -1,6 +1,8 @@
 """The trusted step around execution: seeds into hidden test cells before, verdicts checked after.
 
-It runs in the grading worker, a process the student's code never runs in. Before execution,
+It runs in the grading worker, a process the student's code never runs in; the checks' verifiers
+themselves run in the verifier process (verifier_process.py; in-process where torch is loaded
+anyway, as in the tests), so the worker never imports torch. Before execution,
 `Guard.prepare` writes a seed into each test cell's `check(...)` call (derived from the
 course secret, the student, the assignment and the grade id: unknown to the notebook before that
 cell runs, the same on every regrade) and records each cell's execute_reply status. After
@@ -36,11 +38,9 @@ from typing import Any
 
 import nbformat
 
-import autograder.checks  # noqa: F401  (imports every check and its verifier)
-from autograder.checks import registry
-from autograder.checks.evidence import MIMETYPE, Evidence, decode
-from autograder.checks.trusted import INDEPENDENT, VERIFIERS, Suspicious
 from autograder.engine.scan import Finding, scan_source
+from autograder.engine.verifier_client import EVIDENCE_MIMETYPE as MIMETYPE
+from autograder.engine.verifier_client import Facts, LocalVerifiers
 
 FLAG = "tampering suspected"
 ENAME = "TamperingSuspected"
@@ -83,6 +83,8 @@ class Guard:
     replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
     sources: dict[int, str] = field(default_factory=dict)  # cell index -> source before seeding
     hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
+    # Where the checks' verifiers run: a RemoteVerifiers (the engine's workers), or this process.
+    verifiers: Any = field(default_factory=LocalVerifiers)
 
     @classmethod
     def for_run(cls, cwd: str, config: dict | None) -> Guard:
@@ -125,7 +127,8 @@ class Guard:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
         the flags, one sentence each, also stored in nb.metadata.hooklab.flags."""
         findings = scan_cells(nb)
-        flags = [f"{FLAG}: {finding}" for finding in findings] + layout_notes(nb)
+        facts = self.verifiers.facts()
+        flags = [f"{FLAG}: {finding}" for finding in findings] + layout_notes(nb, facts)
         for finding_cell, items in _by_cell(nb, findings):
             text = "\n".join(f"⚠ grader: {FLAG}: {f}" for f in items)
             finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
@@ -142,7 +145,7 @@ class Guard:
                 continue  # nbgrader scores it zero already
             else:
                 try:
-                    reason = self._reason(index, cell, evidence, findings)
+                    reason = self._reason(index, cell, evidence, findings, facts)
                 except Exception as bug:  # never keep points the grader could not confirm
                     name = type(bug).__name__
                     reason = f"the grader could not verify it ({name}); tell your instructor"
@@ -153,7 +156,9 @@ class Guard:
         nb.metadata.setdefault("hooklab", {})["flags"] = flags
         return flags
 
-    def _reason(self, index: int, cell: Any, evidence: list, findings: list[Finding]) -> str:
+    def _reason(
+        self, index: int, cell: Any, evidence: list, findings: list[Finding], facts: Facts
+    ) -> str:
         """Why a cell that shows no error must not keep its points ("" when it keeps them)."""
         if cell.get("execution_count") is None and index not in self.replies:
             return "this cell did not run (the kernel stopped before it)"
@@ -161,13 +166,13 @@ class Guard:
             return "the kernel says this cell raised an error"
         calls = [(m.group(1), bool(m.group(2))) for m in CHECK_CALL.finditer(cell.source)]
         for grade_id, hidden in calls:
-            if (grade_id, hidden) in VERIFIERS:
+            if (grade_id, hidden) in facts.verifiers:
                 reason = self._verify_evidence(grade_id, hidden, evidence)
                 if reason:
                     return reason
         # Evidence checked against the notebook's own state (which the kernel controls) is only
         # self-consistent; only an independent verifier's pass is proof against forgery.
-        unproven = [call for call in calls if call not in INDEPENDENT]
+        unproven = [call for call in calls if call not in facts.independent]
         if unproven and any(finding.tampers for finding in findings):
             return (
                 "this check's result cannot be proven outside the notebook's kernel, and the "
@@ -186,14 +191,7 @@ class Guard:
         seed = self.seed(grade_id, hidden)
         if payload.get("seed") != seed:
             return f"the evidence of {grade_id} is for other inputs than the grader's"
-        try:
-            values = decode(payload["data"])
-            VERIFIERS[(grade_id, hidden)](Evidence.generator(seed), values)
-        except Suspicious as mismatch:
-            return f"the grader's own verification of {grade_id} disagrees: {mismatch}"
-        except Exception as error:  # malformed evidence: not the format, bad base64, wrong sizes...
-            return f"the evidence of {grade_id} is malformed ({type(error).__name__})"
-        return ""
+        return self.verifiers.judge(grade_id, hidden, seed, payload)
 
 
 def scan_cells(nb: Any) -> list[Finding]:
@@ -207,7 +205,7 @@ def scan_cells(nb: Any) -> list[Finding]:
     return found
 
 
-def layout_notes(nb: Any) -> list[str]:
+def layout_notes(nb: Any, facts: Facts) -> list[str]:
     """Test cells that are missing, above their exercise, or copied into ordinary cells.
 
     nbgrader restores test cells by grade id, keeps only the last of duplicated ids and scores a
@@ -223,10 +221,9 @@ def layout_notes(nb: Any) -> list[str]:
     for position, cell in enumerate(nb.cells):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         exercise = meta.get("grade_id")
-        if meta.get("solution") and exercise in registry.grade_ids():
-            tests = [f"{exercise}_test"] + (
-                [f"{exercise}_hidden"] if registry.has_hidden(exercise) else []
-            )
+        if meta.get("solution") and exercise in facts.grade_ids:
+            hidden = [f"{exercise}_hidden"] if exercise in facts.hidden else []
+            tests = [f"{exercise}_test", *hidden]
             for test in tests:
                 if test not in index:
                     notes.append(

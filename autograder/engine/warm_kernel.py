@@ -36,6 +36,7 @@ from autograder.engine.sandbox import (
     kernel_environment,
     shown_paths,
 )
+from autograder.engine.verifier_client import RemoteVerifiers
 from autograder.engine.zygote import NOT_ISOLATED, QUIET_ENV, SINGLE_THREAD_ENV
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
@@ -57,6 +58,7 @@ class Zygote:
         self.peak_rss_mb, self._info = 0.0, None
         self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
         self._unanswered: list[socket.socket] = []
+        self._verifiers: RemoteVerifiers | None = None
         self._launched_in_sandbox: SandboxSettings | None = None  # until it says it listens
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process = None, path, None
@@ -169,6 +171,13 @@ class Zygote:
         if self._info is None:
             self._info = self.request(op="info")
         return self._info
+
+    @property
+    def verifiers(self) -> RemoteVerifiers:
+        """The checks' trusted verifiers, in the process this zygote forks for them."""
+        if self._verifiers is None:
+            self._verifiers = RemoteVerifiers(lambda: self.request(op="verifier")["path"])
+        return self._verifiers
 
     @property
     def weaker(self) -> str | None:

@@ -11,6 +11,9 @@ Protocol: one JSON line per connection on a Unix socket.
                                  "cpu_s": float|null, "reason": "why the zygote killed it"}
   {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)
   {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
+  {"op": "verifier"} -> {"path": "...", "pid": N}  (the socket and pid of the trusted verifiers'
+  process, which the template forks on the first such request and again once it has died;
+  verifier_process.py)
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
   {"op": "preload", "modules": [...]} -> {"failed": [...], "path": "..."}  (the socket of a
@@ -193,6 +196,7 @@ class _Kernels:
         self.running: dict[int, _Kernel] = {}
         self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
         self.ended: dict[int, tuple[int, float, float, str]] = {}
+        self.verifier: int | None = None  # the pid of the verifier process, while it runs
 
     def start(self, request: dict, *inherited: socket.socket) -> int:
         request = {**request, **self.config}
@@ -234,6 +238,9 @@ class _Kernels:
                 return
             if pid == 0:
                 return
+            if pid == self.verifier:  # the next "verifier" request starts another
+                self.verifier = None
+                continue
             if pid in self.inits:  # its kernel is dead too (a pid namespace ends with its init)
                 self.running[self.inits.pop(pid)].init = None
                 continue
@@ -248,6 +255,16 @@ class _Kernels:
             cpu = usage.ru_utime + usage.ru_stime
             code = os.waitstatus_to_exitcode(status)
             self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
+
+    def verifier_path(self, path: str, inherited: list) -> str:
+        """The socket of this template's verifier process, forked now if none runs."""
+        from autograder.engine import verifier_process  # torch: imported by now
+
+        verifier = path.removesuffix(".sock") + "-verifier.sock"
+        self.reap()
+        if self.verifier is None:
+            self.verifier = verifier_process.start(verifier, inherited)
+        return verifier
 
     def enforce_wall_clock(self) -> float:
         """Kill every kernel past its wall-clock limit; seconds until the next deadline."""
@@ -361,6 +378,9 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
                     reply = kernels.signal(int(request["pid"]), int(request["signum"]))
                 elif op == "info":
                     reply = config
+                elif op == "verifier":
+                    held = [server, connection, *templates.held()]
+                    reply = {"path": kernels.verifier_path(path, held), "pid": kernels.verifier}
                 else:
                     reply = {"error": f"unknown request {request!r}"}
             except (OSError, RuntimeError) as error:
