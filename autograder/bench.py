@@ -9,6 +9,7 @@ every run's scores must equal stock's."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -75,16 +76,23 @@ def grade_with_command(
 ) -> tuple[float, int, float]:
     """Grade with `hooklab autograde --force` (python -m autograder), all assignments in one
     command, as an instructor runs it: its start-up is timed as stock's is. Returns the
-    wall-clock seconds, its exit code and the peak RSS in MB of its processes (itself, its
-    workers, the kernel template and the kernels: wait4 counts the descendants it waited for)."""
+    wall-clock seconds, its exit code and the peak RSS in MB of its processes: the largest of
+    what wait4 counts (itself and its workers; not what runs in bubblewrap, which does not pass
+    its processes' usage on) and of the kernels' peak, which the command reports."""
+    summary_path = root / "ours-summary.json"
+    summary_path.unlink(missing_ok=True)
     command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde"]
     command += [*assignments, "--force", "--db", db_url, "--jobs", str(jobs)]
+    command += ["--summary-json", str(summary_path)]
     start = time.perf_counter()
     process = subprocess.Popen(command)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, process.returncode, usage.ru_maxrss / 1024
+    kernels = 0.0
+    if summary_path.exists():
+        kernels = json.loads(summary_path.read_text()).get("peak_kernel_rss_mb") or 0.0
+    return seconds, process.returncode, max(usage.ru_maxrss / 1024, kernels)
 
 
 def all_scores(db_url: str, assignments: list[str]) -> dict[Key, tuple[float, float]]:

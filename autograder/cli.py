@@ -99,7 +99,8 @@ def build(args: argparse.Namespace) -> int:
 
 def autograde(args: argparse.Namespace) -> int:
     if not args.scheduler:
-        # It imports torch on one core while this process imports the engine on the other.
+        # It imports torch on one core while this process imports the engine (which does not
+        # need torch) on the other.
         start_kernel_template(args.root)
     results = _engine_autograde()(
         args.root,
@@ -109,6 +110,7 @@ def autograde(args: argparse.Namespace) -> int:
         db_url=args.db,
         jobs=args.jobs,
         scheduler=args.scheduler,
+        summary_json=args.summary_json,
     )
     failed = sum(r.status == "failed" for r in results)
     if not args.db:
@@ -145,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--db", help="the gradebook's database URL (default: gradebook.db)")
     grade.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS, help="workers")
     grade.add_argument("--scheduler", help="a Dask scheduler address: execute on that cluster")
+    grade.add_argument(
+        "--summary-json",
+        type=Path,
+        help="also write the summary (counts, seconds, peak kernel RSS) to this file, as JSON",
+    )
     args = parser.parse_args(argv)
     course.use_environment_bin()
     handler = {"demo": demo, "build": build, "table": table, "autograde": autograde}[args.verb]

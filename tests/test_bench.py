@@ -1,5 +1,6 @@
 """The benchmark's mix of submissions, its score comparison and its last line."""
 
+import json
 import re
 
 import pytest
@@ -59,6 +60,9 @@ def test_tiny_benchmark_agrees_and_a_changed_grade_is_caught(tmp_path, capsys):
     assert len(runs) == 2  # two runs, each compared with stock
     ours = float(re.search(r"ours (\d+\.\d) s", line).group(1))
     assert abs(ours - sum(runs) / 2) <= 0.06  # the median of two
+    # The kernels' memory counts, though wait4 does not see them inside bubblewrap.
+    kernels = json.loads((tmp_path / "ours-summary.json").read_text())["peak_kernel_rss_mb"]
+    assert float(re.search(r"peak worker RSS (\d+) MB", line).group(1)) >= round(kernels) > 0
     stock_url, ours_url = (f"sqlite:///{tmp_path / name}" for name in ("stock.db", "ours.db"))
     stock = bench.all_scores(stock_url, names)
     assert {student for _, student, _ in stock} == {"s01", "s02"}

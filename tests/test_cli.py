@@ -1,6 +1,7 @@
 """Does `hooklab autograde` grade a course end to end and leave the instructor's files?"""
 
 import csv
+import json
 import subprocess
 import sys
 
@@ -16,10 +17,15 @@ def test_autograde_command_grades_and_writes_grades_csv_and_report(tmp_path, cap
     make_course(tmp_path, ["forward_hooks"])
     submit_cases(tmp_path, "forward_hooks", ["all_correct", "blank"])
 
-    assert main(["--root", str(tmp_path), "autograde", "forward_hooks", "-j", "2"]) == 0
+    summary_path = tmp_path / "summary.json"
+    grade = ["autograde", "forward_hooks", "-j", "2", "--summary-json", str(summary_path)]
+    assert main(["--root", str(tmp_path), *grade]) == 0
 
     err = capsys.readouterr().err
     assert "graded 2, failed 0" in err
+    summary = json.loads(summary_path.read_text())
+    assert (summary["graded"], summary["failed"], summary["skipped"]) == (2, 0, 0)
+    assert f"peak kernel RSS {summary['peak_kernel_rss_mb']:.0f} MB" in err
     with (tmp_path / "grades.csv").open(encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     for case in ("all_correct", "blank"):
@@ -31,9 +37,9 @@ def test_autograde_command_grades_and_writes_grades_csv_and_report(tmp_path, cap
     assert "skipped 2" in capsys.readouterr().err
 
 
-def test_autograde_starts_the_kernel_template_before_it_imports_torch(tmp_path):
-    # The template imports torch on one core while the command imports the engine (and torch)
-    # on the other: started after that import, every run would wait a second more.
+def test_autograde_starts_the_kernel_template_before_its_heavy_imports(tmp_path):
+    # The template imports torch on one core while the command imports the engine on the
+    # other: started after that import, every run would wait for it longer.
     code = f"""
 import sys
 from autograder import cli

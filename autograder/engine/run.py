@@ -3,6 +3,7 @@ the grades table, grades.csv and class report afterwards."""
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from pathlib import Path
@@ -24,9 +25,11 @@ def autograde(
     jobs: int = 2,
     scheduler: str | None = None,
     console: Console | None = None,
+    summary_json: Path | None = None,
 ) -> list[SubmissionResult]:
     """Grade every submission of the assignments (one or several, with one set of workers),
-    showing progress per assignment; returns one result per student and assignment."""
+    showing progress per assignment; returns one result per student and assignment. With
+    `summary_json`, the summary also goes to that file (summary_counts)."""
     console = console or Console(stderr=True)
     # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
     warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
@@ -41,6 +44,7 @@ def autograde(
         else:
             console.print(f"[yellow]No submissions of {name} match {students!r}.[/]")
     if not batches:
+        _write_summary(summary_json, [], 0.0)
         return []
     start, results = time.perf_counter(), []
     columns = (
@@ -60,7 +64,9 @@ def autograde(
             results.append(result)
             last = f"{result.student}: {result.status}"
             progress.update(tasks[result.assignment], advance=1, last=last)
-    console.print(summary(results, time.perf_counter() - start))
+    seconds = time.perf_counter() - start
+    console.print(summary(results, seconds))
+    _write_summary(summary_json, results, seconds)
     for result in results:
         if result.status == "failed":
             where = f"{result.assignment}/{result.student}"
@@ -68,14 +74,31 @@ def autograde(
     return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
 
 
-def summary(results: list[SubmissionResult], seconds: float) -> str:
+def _write_summary(path: Path | None, results: list[SubmissionResult], seconds: float) -> None:
+    if path is not None:
+        path.write_text(json.dumps(summary_counts(results, seconds), indent=1) + "\n")
+
+
+def summary_counts(results: list[SubmissionResult], seconds: float) -> dict:
+    """graded, failed, skipped, seconds, submissions_per_s, peak_kernel_rss_mb (the largest
+    peak resident memory of any kernel, as its template saw it; null when none ran)."""
     counts = {status: sum(r.status == status for r in results) for status in ("graded", "failed")}
-    skipped = len(results) - counts["graded"] - counts["failed"]
-    rate = len(results) / seconds if seconds else 0.0
     peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
-    peak = f", peak kernel RSS {max(peaks):.0f} MB" if peaks else ""
+    return {
+        **counts,
+        "skipped": len(results) - counts["graded"] - counts["failed"],
+        "seconds": seconds,
+        "submissions_per_s": len(results) / seconds if seconds else 0.0,
+        "peak_kernel_rss_mb": max(peaks) if peaks else None,
+    }
+
+
+def summary(results: list[SubmissionResult], seconds: float) -> str:
+    counts = summary_counts(results, seconds)
+    peak = counts["peak_kernel_rss_mb"]
     return (
-        f"graded {counts['graded']}, failed {counts['failed']}, skipped {skipped} "
+        f"graded {counts['graded']}, failed {counts['failed']}, skipped {counts['skipped']} "
         f"(already graded; --force regrades) in {seconds:.1f} s, "
-        f"{rate:.2f} submissions/s{peak}"
+        f"{counts['submissions_per_s']:.2f} submissions/s"
+        + (f", peak kernel RSS {peak:.0f} MB" if peak else "")
     )
