@@ -74,27 +74,29 @@ class RemoteVerifiers:
 
     def _ask(self, message: dict) -> dict:
         line = json.dumps(message) + "\n"
-        for last_try in (False, True):
+        problem: OSError | None = None
+        for _ in range(2):
             try:
-                stream = self._stream()
-                stream.write(line)
-                stream.flush()
-                answer = stream.readline()
-                if answer:
-                    reply = json.loads(answer)
-                    if "error" in reply:
-                        raise RuntimeError(f"the verifier process says: {reply['error']}")
-                    return reply
-                problem: Exception = ConnectionError("the verifier process closed the connection")
+                return self._exchange(line)
             except TimeoutError as error:  # the verifier is busy with it: do not ask again
                 self._forget()
                 raise RuntimeError(f"the verifier process took over {JUDGE_TIMEOUT_S} s") from error
-            except OSError as error:
+            except OSError as error:  # also a closed connection: ask a verifier located anew
+                self._forget()
                 problem = error
-            self._forget()
-            if last_try:
-                raise RuntimeError(f"the verifier process does not answer ({problem})")
-        raise AssertionError("unreachable")
+        raise RuntimeError(f"the verifier process does not answer ({problem})")
+
+    def _exchange(self, line: str) -> dict:
+        stream = self._stream()
+        stream.write(line)
+        stream.flush()
+        answer = stream.readline()
+        if not answer:
+            raise ConnectionError("the verifier process closed the connection")
+        reply = json.loads(answer)
+        if "error" in reply:
+            raise RuntimeError(f"the verifier process says: {reply['error']}")
+        return reply
 
     def _stream(self):
         stream = getattr(self.local, "stream", None)
