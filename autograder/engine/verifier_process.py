@@ -56,15 +56,10 @@ def facts() -> dict[str, list]:
     }
 
 
-def start(path: str, inherited: list) -> int:
-    """In the template: fork the verifier process listening at `path`; returns its pid. It
-    listens before the fork, so a worker can connect at once; `inherited` (the template's
-    sockets and pipes) are closed in it."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # a verifier that died left it
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(64)
+def start(server: socket.socket, inherited: list) -> int:
+    """In the template: fork the verifier process, to answer on the listening `server` (which
+    the template then closes: a worker can connect at once); returns its pid. `inherited` (the
+    template's sockets and pipes) are closed in it."""
     template = os.getpid()
     pid = os.fork()
     if pid == 0:

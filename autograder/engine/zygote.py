@@ -263,7 +263,9 @@ class _Kernels:
         verifier = path.removesuffix(".sock") + "-verifier.sock"
         self.reap()
         if self.verifier is None:
-            self.verifier = verifier_process.start(verifier, inherited)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(verifier)  # a verifier that died left it
+            self.verifier = verifier_process.start(_listen(verifier), inherited)
         return verifier
 
     def enforce_wall_clock(self) -> float:
