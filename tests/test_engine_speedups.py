@@ -181,3 +181,30 @@ def test_the_collector_is_paused_for_imports_then_runs_as_before():
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_writing_a_graded_notebook_in_place_gives_nbformats_text():
+    import copy
+    import json
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from autograder.engine.pipeline import writes_consuming
+
+    outputs = [
+        new_output("stream", name="stdout", text="first line\nsecond line é\n"),
+        new_output("display_data", data={"text/plain": "a\nb", "image/png": "iVBORw0KGgo="}),
+        new_output("execute_result", data={"text/plain": "3\n4"}, execution_count=2),
+        new_output("error", ename="ValueError", evalue="bad", traceback=["line 1", "line 2"]),
+    ]
+    cells = [
+        new_markdown_cell("# Title\nwith two lines", attachments={"a.txt": {"text/plain": "x\ny"}}),
+        new_code_cell("x = 1\nprint(x)", outputs=outputs, metadata={"trusted": True, "tags": []}),
+    ]
+    nb = new_notebook(cells=cells, metadata={"orig_nbformat": 3, "signature": "abc"})
+    expected = nbformat.v4.writes(nb)
+    written = writes_consuming(copy.deepcopy(nb))
+    assert written == expected
+    assert json.loads(written)["cells"][1]["source"] == ["x = 1\n", "print(x)"]  # lines split
+    assert "trusted" not in json.loads(written)["cells"][1]["metadata"]  # transient dropped

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import nbformat
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import validator
+from nbformat.v4 import nbjson, rwbase
 from nbgrader import utils
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import (
@@ -182,7 +183,15 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
             (preprocessor,) = _preprocessors([cls], config, job.snapshot)
             nb, resources = preprocessor(nb, resources)
     nbformat.validate(nb, relax_add_props=True)
-    # What nbformat.writes writes, without validating the notebook again (it would only log).
-    output = nbformat.v4.writes(nb)
+    output = writes_consuming(nb)
     result.output = output if output.endswith("\n") else output + "\n"
     return result
+
+
+def writes_consuming(nb) -> str:
+    """What nbformat.v4.writes(nb) writes, without validating the notebook again (it would only
+    log) and without the deep copy it makes to leave `nb` as it was: here `nb` is done with, so
+    its text fields are split into lines and its transient fields dropped in place."""
+    nb = rwbase.strip_transient(rwbase.split_lines(nb))
+    options = {"indent": 1, "sort_keys": True, "separators": (",", ": "), "ensure_ascii": False}
+    return json.dumps(nb, cls=nbjson.BytesEncoder, **options)
