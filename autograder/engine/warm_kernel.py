@@ -35,6 +35,7 @@ from autograder.engine.sandbox import (
     import_root,
     kernel_environment,
     shown_paths,
+    template_matplotlib_folder,
 )
 from autograder.engine.verifier_client import RemoteVerifiers
 from autograder.engine.zygote import NOT_ISOLATED, QUIET_ENV, SINGLE_THREAD_ENV
@@ -133,6 +134,7 @@ class Zygote:
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
             env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
+            env["MPLCONFIGDIR"] = template_matplotlib_folder(self.dir, os.environ)
             root = import_root()
             env.update({"PYTHONPATH": root} if root else {})
             sandbox = [*sandbox, "--"]
