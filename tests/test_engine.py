@@ -17,7 +17,7 @@ from golden import cases, expected_scores, make_course, submit_cases
 from autograder import course, gradebook, notebooks
 from autograder.engine.batch import Batch
 from autograder.engine.execute import execute_notebook
-from autograder.engine.warm_kernel import Zygote
+from autograder.engine.zygote_client import Zygote
 
 pytestmark = pytest.mark.nbgrader
 

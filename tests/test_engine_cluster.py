@@ -10,7 +10,7 @@ from golden import expected_scores, make_course, submit_cases
 
 from autograder import gradebook
 from autograder.engine.batch import Batch
-from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
+from autograder.engine.zygote_client import ZYGOTE_ENV, Zygote
 
 pytestmark = [
     pytest.mark.nbgrader,

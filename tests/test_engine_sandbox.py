@@ -20,10 +20,11 @@ from golden import expected_scores, make_course
 
 import autograder
 from autograder import course, gradebook, notebooks
-from autograder.engine import warm_kernel
+from autograder.engine import zygote_client
 from autograder.engine.batch import Batch
 from autograder.engine.sandbox import SANDBOX_ENV
-from autograder.engine.warm_kernel import ZYGOTE_ENV, WarmKernelManager, Zygote
+from autograder.engine.warm_kernel import WarmKernelManager
+from autograder.engine.zygote_client import ZYGOTE_ENV, Zygote
 
 pytestmark = pytest.mark.nbgrader
 
@@ -356,8 +357,8 @@ def test_a_template_that_cannot_isolate_kernels_is_replaced_and_says_why(monkeyp
     # test fails: the grader starts a zygote without the sandbox and passes the reason on, or,
     # when the sandbox is required, refuses with it.
     monkeypatch.delenv(SANDBOX_ENV, raising=False)
-    monkeypatch.setattr(warm_kernel, "bwrap_command", lambda run_dir, settings: ["env"])
-    monkeypatch.setattr(warm_kernel, "shown_paths", lambda settings: ["/nonexistent/hooklab"])
+    monkeypatch.setattr(zygote_client, "bwrap_command", lambda run_dir, settings: ["env"])
+    monkeypatch.setattr(zygote_client, "shown_paths", lambda settings: ["/nonexistent/hooklab"])
     zygote = Zygote(sandbox={}, wait=False)
     try:
         zygote.ready()

@@ -17,7 +17,7 @@ import pytest
 
 import autograder
 from autograder.engine.sandbox import SANDBOX_ENV, SandboxSettings
-from autograder.engine.warm_kernel import ZYGOTE_ENV
+from autograder.engine.zygote_client import ZYGOTE_ENV
 
 pytestmark = pytest.mark.nbgrader
 

@@ -14,7 +14,7 @@ import torch
 from nbclient import NotebookClient
 
 from autograder.engine.execute import execute_notebook
-from autograder.engine.warm_kernel import Zygote
+from autograder.engine.zygote_client import Zygote
 
 pytestmark = pytest.mark.nbgrader  # starts a cold kernel (import torch) like stock nbgrader
 

@@ -23,7 +23,7 @@ from autograder.checks.evidence import MIMETYPE, Evidence, decode, encode, plain
 from autograder.checks.trusted import VERIFIERS, Suspicious
 from autograder.engine.verifier_client import LocalVerifiers
 from autograder.engine.verify import ENAME, Guard, seed_for
-from autograder.engine.warm_kernel import Zygote
+from autograder.engine.zygote_client import Zygote
 
 ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "hooks_in_practice"]
 # Test cells with a trusted verifier, per notebook (the table in docs/threat-model.md).

@@ -31,7 +31,7 @@ from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebo
 from autograder.engine.settings import load_config
 from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.verify import course_secret
-from autograder.engine.warm_kernel import ZYGOTE_ENV, Zygote
+from autograder.engine.zygote_client import ZYGOTE_ENV, Zygote
 
 Dispatch = Callable[[NotebookJob], NotebookResult]
 

@@ -18,7 +18,8 @@ from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from autograder.engine.verify import Guard
-from autograder.engine.warm_kernel import WarmKernelManager, Zygote
+from autograder.engine.warm_kernel import WarmKernelManager
+from autograder.engine.zygote_client import Zygote
 
 # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
 # kernel listens on loopback only. Its other messages (errors) still come through. As a number:

@@ -35,7 +35,8 @@ from autograder.engine.dedupe import DropDuplicateIds
 from autograder.engine.execute import run_in_warm_kernel
 from autograder.engine.snapshot import GradebookSnapshot
 from autograder.engine.verify import Guard
-from autograder.engine.warm_kernel import WarmKernelManager, Zygote
+from autograder.engine.warm_kernel import WarmKernelManager
+from autograder.engine.zygote_client import Zygote
 
 log = logging.getLogger("hooklab.pipeline")
 

@@ -28,6 +28,6 @@ def load_config(root: Path, db_url: str | None = None) -> Config:
 def start_kernel_template(root: Path) -> None:
     """Start this machine's kernel template (zygote.py) with the course's sandbox settings, if
     it is not running yet, without waiting for it; the batches then use it."""
-    from autograder.engine.warm_kernel import Zygote
+    from autograder.engine.zygote_client import Zygote
 
     Zygote.start_soon(load_config(root).WarmKernelManager.get("sandbox"))
