@@ -181,6 +181,19 @@ def test_the_grading_process_and_its_workers_never_import_torch(graded):
     assert done.stdout.splitlines()[2] == "False"
 
 
+def test_a_command_starts_the_kernel_template_before_its_heavy_imports(tmp_path):
+    """The template's torch import is the start-up's longest path: the command launches it with
+    what settings.py and zygote_client.py import, not jupyter_client, nbgrader or torch."""
+    script = (
+        "import sys\n"
+        "from autograder.engine.zygote_client import Zygote\n"
+        "heavy = ('jupyter_client', 'zmq', 'nbgrader', 'nbformat', 'torch', 'IPython')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
+
+
 def _grade_in_a_new_process(script: str, root: Path) -> subprocess.CompletedProcess:
     """Run `script` (which grades the course at sys.argv[1]) in a fresh interpreter."""
     command = [sys.executable, "-c", script, str(root)]
