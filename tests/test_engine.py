@@ -181,7 +181,7 @@ def test_the_grading_process_and_its_workers_never_import_torch(graded):
     assert done.stdout.splitlines()[2] == "False"
 
 
-def test_a_command_starts_the_kernel_template_before_its_heavy_imports(tmp_path):
+def test_a_command_starts_the_kernel_template_before_its_heavy_imports():
     """The template's torch import is the start-up's longest path: the command launches it with
     what settings.py and zygote_client.py import, not jupyter_client, nbgrader or torch."""
     script = (

@@ -1,14 +1,20 @@
 """The drop-ins of autograder/engine/speedups.py, kernel_speedups.py and kernel_messaging.py give
-the verdicts and values of the code they stand in for; the collector pause (collector.py) ends."""
+the verdicts and values of the code they stand in for, as does the workers' notebook writer
+(pipeline.writes_consuming); the collector pause (collector.py) ends."""
 
+import copy
 import gc
+import json
 from datetime import UTC
 
 import jsonschema
+import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
 from autograder.engine import collector
+from autograder.engine.pipeline import writes_consuming
 from autograder.engine.speedups import _CompiledOnce
 
 
@@ -184,14 +190,6 @@ def test_the_collector_is_paused_for_imports_then_runs_as_before():
 
 
 def test_writing_a_graded_notebook_in_place_gives_nbformats_text():
-    import copy
-    import json
-
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-
-    from autograder.engine.pipeline import writes_consuming
-
     outputs = [
         new_output("stream", name="stdout", text="first line\nsecond line é\n"),
         new_output("display_data", data={"text/plain": "a\nb", "image/png": "iVBORw0KGgo="}),
