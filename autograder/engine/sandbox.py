@@ -145,6 +145,7 @@ def template_matplotlib_folder(run_dir: str, env: dict[str, str]) -> str:
     search the system's fonts again (fc-list and a tenth of a second) in every run."""
     folder = os.path.join(run_dir, "matplotlib")
     os.makedirs(folder, exist_ok=True)
+    # matplotlib.get_cachedir()'s rule, without importing matplotlib on the command's start-up.
     home = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     grader = Path(env.get("MPLCONFIGDIR") or os.path.join(home, "matplotlib"))
     for font_list in grader.glob("fontlist-v*.json"):
