@@ -1,9 +1,10 @@
 """Benchmark `hooklab autograde` against stock `nbgrader autograde` on a throwaway class,
 each timed as the command an instructor runs.
 
-Stock grades the 60 notebooks one after another for minutes, so a burst of load on the machine
-moves its total little; ours takes seconds on both cores, and one burst can add a quarter to a
-run. So ours runs several times, each from a fresh copy of the gradebook, and the median counts;
+This machine's speed drifts by a fifth within minutes, and stock grades for minutes while ours
+takes seconds: ours timed only before or after stock would see another machine than stock did.
+So ours runs several times, spread over stock's run (before its first assignment, between its
+assignments, after its last), each from a fresh copy of the gradebook, and the median counts;
 every run's scores must equal stock's."""
 
 from __future__ import annotations
@@ -62,15 +63,6 @@ def make_course(root: Path, students: int, assignments: list[str]) -> None:
             course.submit(nb, student, assignment, root)
 
 
-def grade_stock(root: Path, db_url: str, assignments: list[str]) -> float:
-    """Grade with stock `nbgrader autograde --force`; returns the wall-clock seconds."""
-    start = time.perf_counter()
-    for assignment in assignments:
-        course.autograde(assignment, root=root, db_url=db_url)
-        say(f"  stock: {assignment} done at {time.perf_counter() - start:.1f} s")
-    return time.perf_counter() - start
-
-
 def grade_with_command(
     root: Path, db_url: str, assignments: list[str], jobs: int
 ) -> tuple[float, int, float]:
@@ -124,6 +116,14 @@ def last_line(stock: float, ours: float, identical: bool, peak_mb: float) -> str
     )
 
 
+def run_slots(runs: int, assignments: int) -> list[int]:
+    """After how many of stock's assignments each of our runs goes: spread evenly from before
+    the first (0) to after the last (`assignments`)."""
+    if runs == 1:
+        return [assignments // 2]
+    return [round(k * assignments / (runs - 1)) for k in range(runs)]
+
+
 def bench(
     root: Path,
     *,
@@ -138,36 +138,55 @@ def bench(
     names = assignments or course.assignments()
     say(f"building a course of {students} students x {len(names)} assignments in {root}")
     make_course(root, students, names)
-    stock_db, ours_db = root / "stock.db", root / "ours.db"
+    stock_db = root / "stock.db"
     shutil.copy(root / "gradebook.db", stock_db)
-    stock_url, ours_url = f"sqlite:///{stock_db}", f"sqlite:///{ours_db}"
-    say("grading with stock nbgrader autograde")
-    stock = grade_stock(root, stock_url, names)
+    stock_url = f"sqlite:///{stock_db}"
+    say(
+        f"grading with stock nbgrader autograde, one command per assignment, and {runs} times "
+        f"with `hooklab autograde` ({jobs} jobs, all assignments, a fresh gradebook each time) "
+        "in between"
+    )
+    slots = run_slots(runs, len(names))
+    stock, ours_runs = 0.0, []  # ours_runs: (seconds, exit code, peak MB, gradebook URL)
+    for done in range(len(names) + 1):
+        for _ in range(slots.count(done)):
+            number = len(ours_runs) + 1
+            ours_db = root / f"ours-{number}.db"
+            shutil.copy(root / "gradebook.db", ours_db)
+            url = f"sqlite:///{ours_db}"
+            seconds, exit_code, peak_mb = grade_with_command(root, url, names, jobs)
+            ours_runs.append((seconds, exit_code, peak_mb, url))
+            say(f"  ours: run {number} took {seconds:.1f} s")
+        if done < len(names):
+            start = time.perf_counter()
+            course.autograde(names[done], root=root, db_url=stock_url)
+            seconds = time.perf_counter() - start
+            stock += seconds
+            say(f"  stock: {names[done]} took {seconds:.1f} s ({stock:.1f} s so far)")
     stock_scores = all_scores(stock_url, names)
-    say(f"grading with `hooklab autograde` ({jobs} jobs), {runs} runs, each on a fresh gradebook")
-    times, peaks, identical = [], [], bool(stock_scores)
-    for run in range(1, runs + 1):
-        shutil.copy(root / "gradebook.db", ours_db)
-        seconds, exit_code, peak_mb = grade_with_command(root, ours_url, names, jobs)
-        times.append(seconds)
-        peaks.append(peak_mb)
-        diffs = differences(stock_scores, all_scores(ours_url, names))
+    identical = bool(stock_scores)
+    for number, (seconds, exit_code, _, url) in enumerate(ours_runs, 1):
+        diffs = differences(stock_scores, all_scores(url, names))
         exited = f", the command exited with {exit_code}" if exit_code else ""
         cells = len(stock_scores)
-        say(f"  run {run}: {seconds:.1f} s; {len(diffs)} of {cells} cells differ{exited}")
+        say(f"  run {number}: {seconds:.1f} s; {len(diffs)} of {cells} cells differ{exited}")
         for diff in diffs[:5]:
             say(f"    {diff}")
         identical = identical and not diffs and exit_code == 0
+    times = [seconds for seconds, *_ in ours_runs]
     ours = statistics.median(times)
     say(f"ours: median {ours:.1f} s of {', '.join(f'{t:.1f}' for t in times)} s")
-    return last_line(stock, ours, identical, max(peaks)), identical
+    peak = max(peak_mb for _, _, peak_mb, _ in ours_runs)
+    return last_line(stock, ours, identical, peak), identical
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__)
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="engine workers")
     parser.add_argument("--students", type=int, default=12, help="submissions per assignment")
-    parser.add_argument("--runs", type=int, default=3, help="runs of ours; the median counts")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs of ours, spread over stock's; the median counts"
+    )
     parser.add_argument("--keep", type=Path, help="build the course here and keep it")
     args = parser.parse_args(argv)
     if args.runs < 1:

@@ -37,6 +37,14 @@ def test_differences_reports_changed_and_missing_cells():
     ]
 
 
+def test_our_runs_are_spread_from_before_stocks_first_assignment_to_after_its_last():
+    assert bench.run_slots(3, 5) == [0, 2, 5]
+    assert bench.run_slots(6, 5) == [0, 1, 2, 3, 4, 5]
+    assert bench.run_slots(2, 1) == [0, 1]
+    assert bench.run_slots(1, 5) == [2]  # a single run: in the middle
+    assert bench.run_slots(7, 5) == sorted(bench.run_slots(7, 5))
+
+
 def test_last_line_format():
     line = bench.last_line(30.04, 9.96, True, 412.6)
     assert line == (
@@ -58,12 +66,15 @@ def test_tiny_benchmark_agrees_and_a_changed_grade_is_caught(tmp_path, capsys):
         for s in re.findall(r"^  run \d: (\d+\.\d) s; 0 of \d+ cells differ$", printed, re.M)
     ]
     assert len(runs) == 2  # two runs, each compared with stock
+    # Spread over stock's run: one before its (only) assignment, one after it.
+    order = re.findall(r"^  (ours: run \d|stock: module_apply) took", printed, re.M)
+    assert order == ["ours: run 1", "stock: module_apply", "ours: run 2"], printed
     ours = float(re.search(r"ours (\d+\.\d) s", line).group(1))
     assert abs(ours - sum(runs) / 2) <= 0.06  # the median of two
     # The kernels' memory counts, though wait4 does not see them inside bubblewrap.
     kernels = json.loads((tmp_path / "ours-summary.json").read_text())["peak_kernel_rss_mb"]
     assert float(re.search(r"peak worker RSS (\d+) MB", line).group(1)) >= round(kernels) > 0
-    stock_url, ours_url = (f"sqlite:///{tmp_path / name}" for name in ("stock.db", "ours.db"))
+    stock_url, ours_url = (f"sqlite:///{tmp_path / name}" for name in ("stock.db", "ours-2.db"))
     stock = bench.all_scores(stock_url, names)
     assert {student for _, student, _ in stock} == {"s01", "s02"}
     assert bench.differences(stock, bench.all_scores(ours_url, names)) == []
