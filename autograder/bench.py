@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from autograder import course, gradebook, notebooks
 from autograder.engine.settings import DEFAULT_JOBS
@@ -116,6 +117,13 @@ def last_line(stock: float, ours: float, identical: bool, peak_mb: float) -> str
     )
 
 
+class OursRun(NamedTuple):
+    seconds: float
+    exit_code: int
+    peak_mb: float
+    db_url: str  # its own gradebook, compared with stock's once stock is done
+
+
 def run_slots(runs: int, assignments: int) -> list[int]:
     """After how many of stock's assignments each of our runs goes: spread evenly from before
     the first (0) to after the last (`assignments`)."""
@@ -147,16 +155,15 @@ def bench(
         "in between"
     )
     slots = run_slots(runs, len(names))
-    stock, ours_runs = 0.0, []  # ours_runs: (seconds, exit code, peak MB, gradebook URL)
+    stock, ours_runs = 0.0, []
     for done in range(len(names) + 1):
         for _ in range(slots.count(done)):
             number = len(ours_runs) + 1
             ours_db = root / f"ours-{number}.db"
             shutil.copy(root / "gradebook.db", ours_db)
             url = f"sqlite:///{ours_db}"
-            seconds, exit_code, peak_mb = grade_with_command(root, url, names, jobs)
-            ours_runs.append((seconds, exit_code, peak_mb, url))
-            say(f"  ours: run {number} took {seconds:.1f} s")
+            ours_runs.append(OursRun(*grade_with_command(root, url, names, jobs), url))
+            say(f"  ours: run {number} took {ours_runs[-1].seconds:.1f} s")
         if done < len(names):
             start = time.perf_counter()
             course.autograde(names[done], root=root, db_url=stock_url)
@@ -165,18 +172,18 @@ def bench(
             say(f"  stock: {names[done]} took {seconds:.1f} s ({stock:.1f} s so far)")
     stock_scores = all_scores(stock_url, names)
     identical = bool(stock_scores)
-    for number, (seconds, exit_code, _, url) in enumerate(ours_runs, 1):
-        diffs = differences(stock_scores, all_scores(url, names))
-        exited = f", the command exited with {exit_code}" if exit_code else ""
+    for number, run in enumerate(ours_runs, 1):
+        diffs = differences(stock_scores, all_scores(run.db_url, names))
+        exited = f", the command exited with {run.exit_code}" if run.exit_code else ""
         cells = len(stock_scores)
-        say(f"  run {number}: {seconds:.1f} s; {len(diffs)} of {cells} cells differ{exited}")
+        say(f"  run {number}: {run.seconds:.1f} s; {len(diffs)} of {cells} cells differ{exited}")
         for diff in diffs[:5]:
             say(f"    {diff}")
-        identical = identical and not diffs and exit_code == 0
-    times = [seconds for seconds, *_ in ours_runs]
+        identical = identical and not diffs and run.exit_code == 0
+    times = [run.seconds for run in ours_runs]
     ours = statistics.median(times)
     say(f"ours: median {ours:.1f} s of {', '.join(f'{t:.1f}' for t in times)} s")
-    peak = max(peak_mb for _, _, peak_mb, _ in ours_runs)
+    peak = max(run.peak_mb for run in ours_runs)
     return last_line(stock, ours, identical, peak), identical
 
 
