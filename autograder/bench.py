@@ -117,6 +117,12 @@ def last_line(stock: float, ours: float, identical: bool, peak_mb: float) -> str
     )
 
 
+def fresh_gradebook(root: Path, name: str) -> str:
+    """The URL of a copy, named `name`, of the course's gradebook as the course build left it."""
+    shutil.copy(root / "gradebook.db", root / name)
+    return f"sqlite:///{root / name}"
+
+
 class OursRun(NamedTuple):
     seconds: float
     exit_code: int
@@ -146,9 +152,7 @@ def bench(
     names = assignments or course.assignments()
     say(f"building a course of {students} students x {len(names)} assignments in {root}")
     make_course(root, students, names)
-    stock_db = root / "stock.db"
-    shutil.copy(root / "gradebook.db", stock_db)
-    stock_url = f"sqlite:///{stock_db}"
+    stock_url = fresh_gradebook(root, "stock.db")
     say(
         f"grading with stock nbgrader autograde, one command per assignment, and {runs} times "
         f"with `hooklab autograde` ({jobs} jobs, all assignments, a fresh gradebook each time) "
@@ -159,9 +163,7 @@ def bench(
     for done in range(len(names) + 1):
         for _ in range(slots.count(done)):
             number = len(ours_runs) + 1
-            ours_db = root / f"ours-{number}.db"
-            shutil.copy(root / "gradebook.db", ours_db)
-            url = f"sqlite:///{ours_db}"
+            url = fresh_gradebook(root, f"ours-{number}.db")
             ours_runs.append(OursRun(*grade_with_command(root, url, names, jobs), url))
             say(f"  ours: run {number} took {ours_runs[-1].seconds:.1f} s")
         if done < len(names):

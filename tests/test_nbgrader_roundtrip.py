@@ -29,12 +29,14 @@ def graded(course_copy):
     Each writes its own copy of the gradebook (as generate_assignment left it), so that no two
     commands write one SQLite file."""
     root = course_copy
+    named = cases()
+    submitted = {a: [c for b, c in named if b == a] for a in ASSIGNMENTS}
     for assignment in ASSIGNMENTS:
         solution = notebooks.read(course.notebook_path("solutions", assignment, root))
         course.submit(solution, "solution", assignment, root)
         untouched = notebooks.read(course.notebook_path("notebooks", assignment, root))
         course.submit(untouched, "untouched", assignment, root)
-        submit_cases(root, assignment, [c for a, c in cases() if a == assignment])
+        submit_cases(root, assignment, submitted[assignment])
 
     def autograde(assignment):
         own = root / f"gradebook-{assignment}.db"
@@ -44,7 +46,7 @@ def graded(course_copy):
         return assignment, gradebook.scores(db, assignment)
 
     # The assignments with the most submissions first, so that the last to start are short.
-    by_size = sorted(ASSIGNMENTS, key=lambda a: -sum(1 for b, _ in cases() if b == a))
+    by_size = sorted(ASSIGNMENTS, key=lambda a: -len(submitted[a]))
     with ThreadPoolExecutor(max_workers=min(len(by_size), os.cpu_count() or 1)) as pool:
         return root, dict(pool.map(autograde, by_size))
 
