@@ -53,12 +53,13 @@ class LocalVerifiers:
 
 
 class RemoteVerifiers:
-    """The verifier process, reached at the socket path `locate()` returns (asking the kernel
-    template, which starts a verifier when it has none running). One connection per thread; a
-    request whose connection fails is sent once more, to a verifier located anew, so a verifier
-    that died is replaced; if that fails too, the request raises."""
+    """The verifier process, reached at the socket `locate(failed)` returns with its pid (asking
+    the kernel template, which starts a verifier when none runs, or when the one it names as
+    `failed` did not answer). One connection per thread; a request whose connection fails is sent
+    once more, to a verifier located anew, so a verifier that died is replaced; if that fails too,
+    the request raises."""
 
-    def __init__(self, locate: Callable[[], str]) -> None:
+    def __init__(self, locate: Callable[[int | None], dict]) -> None:
         self.locate = locate
         self.local = threading.local()
         self._facts: Facts | None = None
@@ -82,7 +83,7 @@ class RemoteVerifiers:
                 self._forget()
                 raise RuntimeError(f"the verifier process took over {JUDGE_TIMEOUT_S} s") from error
             except OSError as error:  # also a closed connection: ask a verifier located anew
-                self._forget()
+                self._forget(failed=True)
                 problem = error
         raise RuntimeError(f"the verifier process does not answer ({problem})")
 
@@ -101,10 +102,12 @@ class RemoteVerifiers:
     def _stream(self):
         stream = getattr(self.local, "stream", None)
         if stream is None:
+            located = self.locate(getattr(self.local, "failed", None))
+            self.local.failed, self.local.pid = None, located["pid"]
             connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             connection.settimeout(JUDGE_TIMEOUT_S)
             try:
-                connection.connect(self.locate())
+                connection.connect(located["path"])
             except OSError:
                 connection.close()
                 raise
@@ -112,7 +115,9 @@ class RemoteVerifiers:
             self.local.connection, self.local.stream = connection, stream
         return stream
 
-    def _forget(self) -> None:
+    def _forget(self, failed: bool = False) -> None:
+        if failed:  # the next locate() has that verifier replaced
+            self.local.failed = getattr(self.local, "pid", None)
         for name in ("stream", "connection"):
             held = getattr(self.local, name, None)
             if held is not None:

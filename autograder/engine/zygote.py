@@ -11,8 +11,9 @@ Protocol: one JSON line per connection on a Unix socket.
                                  "cpu_s": float|null, "reason": "why the zygote killed it"}
   {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)
   {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
-  {"op": "verifier"} -> {"path": "...", "pid": N}  (the socket and pid of the trusted verifiers'
-  process, which the template forks on the first such request and again once it has died;
+  {"op": "verifier", "failed": N|null} -> {"path": "...", "pid": N}  (the socket and pid of the
+  trusted verifiers' process, which the template forks on the first such request and again once
+  it has died, or once a client says the one with pid "failed" did not answer it;
   verifier_process.py)
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
@@ -256,12 +257,21 @@ class _Kernels:
             code = os.waitstatus_to_exitcode(status)
             self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
 
-    def verifier_path(self, path: str, inherited: list) -> str:
-        """The socket of this template's verifier process, forked now if none runs."""
+    def verifier_path(self, path: str, inherited: list, failed: int | None = None) -> str:
+        """The socket of this template's verifier process, forked now if none runs or if the
+        running one is `failed` (which a client found not answering)."""
         from autograder.engine import verifier_process  # torch: imported by now
 
         verifier = path.removesuffix(".sock") + "-verifier.sock"
         self.reap()
+        if failed is not None and failed == self.verifier:
+            # A verifier that was killed can close its socket before wait4 can reap it (its
+            # other threads are still exiting): waiting here, not in reap(), keeps a client
+            # from being sent back to that dead socket.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(failed, signal.SIGKILL)
+            os.waitpid(failed, 0)
+            self.verifier = None
         if self.verifier is None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(verifier)  # a verifier that died left it
@@ -382,7 +392,10 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
                     reply = config
                 elif op == "verifier":
                     held = [server, connection, *templates.held()]
-                    reply = {"path": kernels.verifier_path(path, held), "pid": kernels.verifier}
+                    failed = request.get("failed")
+                    failed = None if failed is None else int(failed)
+                    verifier = kernels.verifier_path(path, held, failed)
+                    reply = {"path": verifier, "pid": kernels.verifier}
                 else:
                     reply = {"error": f"unknown request {request!r}"}
             except (OSError, RuntimeError) as error:

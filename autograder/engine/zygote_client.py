@@ -169,7 +169,9 @@ class Zygote:
     def verifiers(self) -> RemoteVerifiers:
         """The checks' trusted verifiers, in the process this zygote forks for them."""
         if self._verifiers is None:
-            self._verifiers = RemoteVerifiers(lambda: self.request(op="verifier")["path"])
+            self._verifiers = RemoteVerifiers(
+                lambda failed: self.request(op="verifier", failed=failed)
+            )
         return self._verifiers
 
     @property
