@@ -392,9 +392,7 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
                     reply = config
                 elif op == "verifier":
                     held = [server, connection, *templates.held()]
-                    failed = request.get("failed")
-                    failed = None if failed is None else int(failed)
-                    verifier = kernels.verifier_path(path, held, failed)
+                    verifier = kernels.verifier_path(path, held, request.get("failed"))
                     reply = {"path": verifier, "pid": kernels.verifier}
                 else:
                     reply = {"error": f"unknown request {request!r}"}
