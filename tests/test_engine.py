@@ -206,20 +206,20 @@ def test_a_verifier_process_that_died_is_replaced(monkeypatch):
     try:
         verifiers = zygote.verifiers
         # A second worker's client, connected to the same verifier.
-        other = RemoteVerifiers(lambda failed: zygote.request(op="verifier", failed=failed))
+        other = RemoteVerifiers(zygote.locate_verifier)
         for client in (verifiers, other):
             assert ("forward_collect", True) in client.facts().verifiers  # connected
-        first = zygote.request(op="verifier")
+        first = zygote.locate_verifier()
         # Asked at once, while the killed verifier may still be exiting and not yet reapable:
         # the client must be given a new one, not the dead one's socket again.
         os.kill(first["pid"], signal.SIGKILL)
         reason = verifiers.judge("forward_collect", True, 1, {"data": []})
         assert "is malformed" in reason
-        second = zygote.request(op="verifier")
+        second = zygote.locate_verifier()
         assert second["pid"] != first["pid"] and second["path"] == first["path"]
         # The other client finds its verifier gone too, but must not have the new one replaced.
         assert "is malformed" in other.judge("forward_collect", True, 1, {"data": []})
-        assert zygote.request(op="verifier")["pid"] == second["pid"]
+        assert zygote.locate_verifier()["pid"] == second["pid"]
     finally:
         zygote.stop()
 

@@ -169,10 +169,13 @@ class Zygote:
     def verifiers(self) -> RemoteVerifiers:
         """The checks' trusted verifiers, in the process this zygote forks for them."""
         if self._verifiers is None:
-            self._verifiers = RemoteVerifiers(
-                lambda failed: self.request(op="verifier", failed=failed)
-            )
+            self._verifiers = RemoteVerifiers(self.locate_verifier)
         return self._verifiers
+
+    def locate_verifier(self, failed: int | None = None) -> dict:
+        """{"path", "pid"} of the verifier process; a new one if the one with pid `failed` did
+        not answer (zygote.py's "verifier" request)."""
+        return self.request(op="verifier", failed=failed)
 
     @property
     def weaker(self) -> str | None:
