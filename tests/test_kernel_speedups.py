@@ -19,7 +19,7 @@ from autograder.engine.zygote_client import Zygote
 pytestmark = pytest.mark.nbgrader  # starts a cold kernel (import torch) like stock nbgrader
 
 CELLS = [
-    "import torch\nimport matplotlib.pyplot as plt\ndraws = []",
+    "import os\nimport torch\nimport matplotlib.pyplot as plt\ndraws = []",
     # Tracebacks through torch's module code (a hook and a forward that raise), twice each.
     "def bad_hook(module, args):\n    raise ValueError('from a hook')\n"
     "layer = torch.nn.Linear(2, 2)\nlayer.register_forward_pre_hook(bad_hook)\nlayer(torch.ones(2))",
@@ -57,6 +57,9 @@ CELLS = [
     # debug records (it must still build the errors its handler shows).
     "print(len(draws))",
     "log = get_ipython().kernel.log\nprint(log.isEnabledFor(10), log.isEnabledFor(40))",
+    "def opened(fd):\n    try:\n        return os.readlink(f'/proc/self/fd/{fd}')\n"
+    "    except OSError:\n        return ''\n"
+    "font_files_open = any(opened(fd).endswith('.ttf') for fd in os.listdir('/proc/self/fd'))\n"
     "flush = type(sys.stdout).flush\n"
     "transform = type(get_ipython().input_transformer_manager).transform_cell\n"
     "print(get_ipython().kernel._execute_sleep, getattr(flush, 'hooklab', False),\n"
@@ -65,7 +68,8 @@ CELLS = [
     "      'torch._dynamo.config' in sys.modules,\n"
     "      'wake_iopub_thread_once' in type(get_ipython().kernel.iopub_thread).schedule.__qualname__,\n"
     "      'may_await' in sys.modules['IPython.core.interactiveshell']._should_be_async.__qualname__,\n"
-    "      getattr(sys.modules['matplotlib.image'].AxesImage.draw, 'hooklab', False))",
+    "      getattr(sys.modules['matplotlib.image'].AxesImage.draw, 'hooklab', False),\n"
+    "      font_files_open)",
 ]
 UNCOMPARED = 3
 
@@ -126,13 +130,14 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     # flushes and the sleep before each reply, transform each cell once, and read shell
     # requests on the main thread instead of a thread of their own, wake their IOPub thread
     # once for what is queued, compile cells without "await" once, do not resample images to
-    # lay a figure out, and their optimizer (same weights, above) did not import torch._dynamo.
+    # lay a figure out, draw text with fonts read from memory (no font file open), and their
+    # optimizer (same weights, above) did not import torch._dynamo.
     results = [o for cell in _shown(warm) for o in cell if o["output_type"] == "execute_result"]
     assert [o["data"]["text/plain"] for o in results][-2:] == ["3.142", "['123']"]
     streams = [o for cell in _shown(warm) for o in cell if o["output_type"] == "stream"]
     assert "".join(o["text"] for o in streams).count("from a thread") == 1
-    stock_flags = "0.0005 False False True True False False False"
-    warm_flags = "0.0 True True False False True True True"
+    stock_flags = "0.0005 False False True True False False False True"
+    warm_flags = "0.0 True True False False True True True False"
     assert stock.cells[-1].outputs[0].text.split() == stock_flags.split()
     assert warm.cells[-1].outputs[0].text.split() == warm_flags.split()
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"

@@ -15,12 +15,6 @@ its kernel spent; the rest is per-cell work. What is no longer repeated:
 * `inspect.getmodule` scans all of sys.modules (~3000 entries) for every frame whose file is a
   notebook cell, which no module has. The scan only registers modules imported since the last
   one, so when none were, the scan is skipped; the answer is the same.
-* With tight bounding boxes a figure is drawn twice, the first time only to lay it out; its
-  images are not resampled for that pass.
-* matplotlib draws every changed figure after each cell (pyplot's post-execute hook), and the
-  inline backend's hook right after draws each figure again to show it, then closes it. When
-  that is about to happen, the first drawing is skipped: nobody sees it, and the image shown
-  is drawn from scratch either way (tests/test_kernel_speedups.py compares the PNG bytes).
 * ipykernel inspects the signature of the shell's run_cell for every cell: here once per function.
 * ipykernel runs IPython's static input transforms (magics, `!`, `?`) on each cell, then IPython
   runs them again on the same text. They are a function of the text and the transform lists
@@ -32,12 +26,12 @@ its kernel spent; the rest is per-cell work. What is no longer repeated:
   per cell (once asked by ipykernel, once by run_cell), before compiling it again to run it.
   A cell without the words "await" and "async" cannot need one: it is not compiled for that.
 
-The per-message work (ipykernel's IOPub thread, flushes, dates, logging) is kernel_messaging.py's.
+The per-message work (ipykernel's IOPub thread, flushes, dates, logging) is kernel_messaging.py's,
+the figures' work figure_speedups.py's.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 from typing import Any, ClassVar
@@ -189,67 +183,6 @@ def _main_or_builtin(object: Any) -> Any:
         if hasattr(module, object.__name__) and getattr(module, object.__name__) is object:
             return module
     return None
-
-
-def install_for_matplotlib() -> None:
-    """The speed-ups for figures: in a template, once it has imported matplotlib.pyplot, before
-    it forks the kernels (which register the inline backend's hooks)."""
-    _skip_drawing_before_inline_flush()
-    _skip_images_in_layout_passes()
-
-
-def _skip_drawing_before_inline_flush() -> None:
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None or getattr(pyplot._draw_all_if_interactive, "hooklab", False):
-        return
-    original = pyplot._draw_all_if_interactive
-
-    def _draw_all_if_interactive() -> None:
-        if not _inline_flush_follows(pyplot, _draw_all_if_interactive):
-            original()
-
-    _draw_all_if_interactive.hooklab = True
-    pyplot._draw_all_if_interactive = _draw_all_if_interactive
-
-
-def _inline_flush_follows(pyplot: Any, this: Any) -> bool:
-    """True if, in this post_execute, the inline backend's flush_figures runs after `this` and
-    will show and close every open figure (matplotlib_inline's flush_figures with close_figures)."""
-    inline = sys.modules.get("matplotlib_inline.backend_inline")
-    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if inline is None or ip is None or not inline.show._draw_called:
-        return False
-    if "inline" not in str(pyplot.get_backend()).lower():
-        return False
-    if not inline.InlineBackend.instance().close_figures:
-        return False
-    hooks = ip.events.callbacks.get("post_execute", [])
-    return this in hooks and inline.flush_figures in hooks[hooks.index(this) :]
-
-
-def _skip_images_in_layout_passes() -> None:
-    """With bbox_inches="tight", as the inline backend prints, matplotlib draws each figure twice:
-    once with the renderer's draw_* methods replaced by no-ops, to learn where everything goes,
-    then for real. An image still resamples itself in that first pass, for a draw_image that
-    does nothing; here it skips that. Its place on the figure comes from its extent, not from
-    the pixels (tests/test_kernel_speedups.py compares the PNG bytes).
-    """
-    image = sys.modules.get("matplotlib.image")
-    if image is None or getattr(image.AxesImage.draw, "hooklab", False):
-        return
-    from matplotlib.backend_bases import RendererBase
-
-    original = image.AxesImage.draw
-
-    @functools.wraps(original)  # keeps matplotlib's marks on draw methods
-    def draw(self, renderer) -> None:
-        if getattr(renderer.draw_image, "__wrapped__", None) is RendererBase.draw_image:
-            self.stale = False  # as the full draw leaves it
-            return
-        original(self, renderer)
-
-    draw.hooklab = True
-    image.AxesImage.draw = draw
 
 
 def _remember_accepted_parameters() -> None:

@@ -131,7 +131,7 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
     template (forks wait in the backlog until the imports are done)."""
     import importlib
 
-    from autograder.engine import kernel_speedups
+    from autograder.engine import figure_speedups
 
     server = _listen(path)
     failed = []
@@ -141,9 +141,9 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
                 importlib.import_module(module)
             except Exception:  # a notebook's import that fails here fails in its kernel as usual
                 failed.append(module)
+        figure_speedups.install()  # first: the warm-up figure's fonts are the kernels' fonts
         template_warmup.warm_figure_rendering()
         template_warmup.read_course_data()
-    kernel_speedups.install_for_matplotlib()
     template_warmup.register_modules()
     os.write(ready, (json.dumps(failed) + "\n").encode())
     os.close(ready)
