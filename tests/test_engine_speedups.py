@@ -206,3 +206,23 @@ def test_writing_a_graded_notebook_in_place_gives_nbformats_text():
     assert written == expected
     assert json.loads(written)["cells"][1]["source"] == ["x = 1\n", "print(x)"]  # lines split
     assert "trusted" not in json.loads(written)["cells"][1]["metadata"]  # transient dropped
+
+
+def test_highlighted_source_is_reused_only_for_the_same_code_marks_and_colours(monkeypatch):
+    import stack_data.core
+    from pygments.formatters.terminal256 import Terminal256Formatter
+    from pygments.styles import get_style_by_name
+
+    from autograder.engine import kernel_speedups
+
+    stock = stack_data.core._pygmented_with_ranges
+    monkeypatch.setattr(stack_data.core, "_pygmented_with_ranges", stock)  # put back after
+    kernel_speedups._reuse_highlighting()
+    reusing = stack_data.core._pygmented_with_ranges
+    assert reusing is not stock
+    code = "def f(x):\n    y = x + 1\n    return y * 2\n"
+    for name in ("default", "monokai", "default", "monokai"):
+        style = stack_data.core.style_with_executing_node(get_style_by_name(name), "bg:ansired")
+        formatter = Terminal256Formatter(style=style)
+        for ranges in ([(14, 23)], [(35, 40)], [(14, 23)], []):
+            assert reusing(formatter, code, ranges) == stock(formatter, code, ranges)

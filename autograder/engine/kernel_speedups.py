@@ -84,9 +84,11 @@ def _reuse_highlighting() -> None:
 
     def pygmented_with_ranges(formatter, code, ranges):
         style = formatter.style
+        # The style's colours as they are, in their order: sorting and printing its ~160 token
+        # types, to compare styles made apart, took ~0.5 ms, on every frame of a traceback.
         key = (
             type(formatter),
-            repr(sorted(getattr(style, "styles", {}).items(), key=str)),
+            tuple(getattr(style, "styles", {}).items()),
             getattr(style, "background_color", None),
             repr(sorted(formatter.options.items(), key=str)),
             code,
