@@ -46,7 +46,7 @@ def _read_fonts_from_memory() -> None:
         return
     from_files = font_manager._get_font  # matplotlib's cache, emptied in every forked child
     make_font = from_files.__wrapped__
-    made: dict[tuple, Any] = {}  # only the template adds to it: kernels inherit it as it is
+    made: dict[tuple, Any] = {}  # filled by the single-threaded template; kernels inherit it
 
     def _get_font(*args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
@@ -71,8 +71,9 @@ def _read_fonts_from_memory() -> None:
 
 @contextlib.contextmanager
 def _files_read_into_memory():
-    """Files opened for binary reading come as a copy of their bytes. matplotlib's font class
-    opens its file with io.open from 3.10 on, with the built-in open before."""
+    """Files opened for binary reading come as a copy of their bytes. matplotlib 3.11's font
+    class opens its file with io.open; the built-in open stands in too, for releases that
+    call that instead."""
     real_io_open, real_builtin_open = io.open, builtins.open
 
     def open_into_memory(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
