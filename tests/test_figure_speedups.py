@@ -23,6 +23,7 @@ TEMPLATE = textwrap.dedent(
         figure_speedups.install()
     path = font_manager.findfont("DejaVu Sans")
     font = font_manager.get_font(path)
+
     def opened(fd):
         try:
             return os.readlink(f"/proc/self/fd/{fd}")
