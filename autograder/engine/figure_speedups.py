@@ -50,15 +50,15 @@ def _read_fonts_from_memory() -> None:
 
     def _get_font(*args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
-        font = made.get(key)
-        if font is None and threading.active_count() > 1:
+        if key in made:
+            return made[key]
+        if threading.active_count() > 1:
             # `open` stands in for the built-in only while a font is made, which is safe in
             # a single-threaded template only: with threads (a kernel), fonts come as usual.
             return from_files(*args, **kwargs)
-        if font is None:
-            with _files_read_into_memory():
-                font = made[key] = make_font(*args, **kwargs)
-        return font
+        with _files_read_into_memory():
+            made[key] = make_font(*args, **kwargs)
+        return made[key]
 
     def cache_clear() -> None:
         made.clear()
