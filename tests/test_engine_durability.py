@@ -1,17 +1,20 @@
 """Kill the grader with SIGKILL half-way through a batch, run it again: is every grade there once,
 with every autograded notebook, and nothing half-written left behind?"""
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from golden import expected_scores, make_course, submit_cases
 from nbgrader.api import Gradebook
 
 from autograder import course, gradebook
+from autograder.engine.zygote_client import ZYGOTE_ENV
 
 pytestmark = pytest.mark.nbgrader
 
@@ -19,7 +22,7 @@ ASSIGNMENT = "forward_hooks"
 CASES = ["all_correct", "blank", "wrong_predictions", "registered_twice", "tuple_appended"]
 
 
-def _autograde(root, *options: str) -> subprocess.Popen:
+def _autograde(root, *options: str, env: dict | None = None) -> subprocess.Popen:
     command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT]
     command += options
     # Its own session, so that killing the group kills its workers and template process too.
@@ -28,6 +31,7 @@ def _autograde(root, *options: str) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env=env,
     )
 
 
@@ -142,3 +146,58 @@ def test_the_forced_rerun_regrades_everything_and_leaves_nothing_behind(force_ki
         assert got == expected_scores(ASSIGNMENT, case), case
     names = [p.name for p in (root / "autograded").rglob("*")]
     assert not [name for name in names if "hooklab-" in name]
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2] != "Z"  # a zombie has ended (nobody reaped it yet)
+
+
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+def test_nothing_outlives_a_grader_killed_on_its_own(tmp_path, sandbox):
+    """SIGKILL the grading process alone, as the OOM killer would: its workers, its kernel
+    template and their kernels end too, instead of waiting for work that never comes."""
+    root = tmp_path
+    make_course(root, [ASSIGNMENT])
+    submit_cases(root, ASSIGNMENT, CASES)
+    # Its own kernel template, not one this test process may have started (tests that grade
+    # in-process leave theirs in the environment for later ones).
+    env = {name: value for name, value in os.environ.items() if name != ZYGOTE_ENV}
+    grader = _autograde(root, env={**env, "HOOKLAB_SANDBOX": sandbox})
+    deadline = time.monotonic() + 300
+    while not _done(root) and grader.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    below = _descendants(grader.pid)
+    assert grader.poll() is None and len(below) >= 2, "the grader ended before it could be killed"
+    grader.kill()
+    grader.wait()
+    deadline = time.monotonic() + 20
+    while any(_running(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:80] for pid in below if _running(pid)}
+    for pid in left:  # not to leave them to the next test
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == {}

@@ -5,11 +5,13 @@ notebooks (pipeline.py)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fnmatch
 import json
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -83,12 +85,32 @@ def local_workers(
     with collector.paused_for_imports():
         warm_up()  # here, once, instead of in every worker on its first notebook
     context = multiprocessing.get_context("fork")
-    workers = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context)
+    workers = ProcessPoolExecutor(
+        max_workers=max(1, jobs),
+        mp_context=context,
+        initializer=_end_with_grader,
+        initargs=(os.getpid(),),
+    )
     with workers as pool:
         # The first task starts every worker (fork start method), from this thread, before the
         # grading threads exist.
         pool.submit(int).result()
         yield lambda job: pool.submit(grade_notebook, job).result()
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_grader(grader: int) -> None:
+    """In a worker, first: have Linux kill it when the grading process ends. A worker waits for
+    its next notebook on a pipe whose writing end every worker holds too, so after a grader
+    killed with SIGKILL (or by the OOM killer) the workers would wait, and hold their memory,
+    for good. Linux sends the signal when the thread that forked the worker ends: here the one
+    that entered local_workers, which outlives the pool."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: no prctl
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != grader:  # it ended before the signal was asked for
+        os._exit(1)
 
 
 def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:

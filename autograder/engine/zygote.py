@@ -278,6 +278,14 @@ class _Kernels:
             self.verifier = verifier_process.start(_listen(verifier), inherited)
         return verifier
 
+    def stop(self) -> None:
+        """Kill every kernel still running (and what it started)."""
+        for pid, kernel in self.running.items():
+            _kill_group(pid)
+            if kernel.init is not None:
+                _kill_group(kernel.init)
+        self.reap()
+
     def enforce_wall_clock(self) -> float:
         """Kill every kernel past its wall-clock limit; seconds until the next deadline."""
         now, wait = time.monotonic(), 1.0
@@ -343,7 +351,11 @@ def serve(path: str, config: dict) -> None:
     _stdout_to_devnull()
     with collector.paused_for_imports():
         template_warmup.preload()
-    _serve_requests(server, path, config)
+    # In the sandbox, bubblewrap ends this process with the grader (--die-with-parent). Outside
+    # it, nothing would: a grader killed with SIGKILL (or by the OOM killer) left this process,
+    # its child templates and their kernels running, with their memory, for good.
+    parent = 0 if config.get("sandboxed") else config.get("parent", os.getppid())
+    _serve_requests(server, path, config, parent=parent)
 
 
 def _stdout_to_devnull() -> None:
@@ -358,9 +370,11 @@ def _stdout_to_devnull() -> None:
 
 
 def _serve_requests(server: socket.socket, path: str, config: dict, parent: int = 0) -> None:
-    """Answer requests until "stop" (or, in a child template, until its parent is gone)."""
+    """Answer requests until "stop", or until `parent` (unless 0) is gone; then end the kernels
+    still running."""
     kernels, templates = _Kernels(config), _Templates(path, config)
     try:
+        # At least once a second (enforce_wall_clock's longest wait), whether the parent lives.
         while not parent or os.getppid() == parent:
             kernels.reap()
             wait = kernels.enforce_wall_clock()
@@ -401,6 +415,7 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
             _answer(connection, reply)
     finally:
         templates.stop()
+        kernels.stop()
 
 
 if __name__ == "__main__":

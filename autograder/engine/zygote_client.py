@@ -122,6 +122,7 @@ class Zygote:
         config = {"sandboxed": bool(sandbox), "weaker": weaker, "run_dir": self.dir}
         config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
         config.update(shown=shown_paths(settings) if sandbox else [])
+        config.update(parent=os.getpid())  # unsandboxed, the zygote ends when this process does
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
             env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
