@@ -67,6 +67,7 @@ KERNEL_STACK_MODULES = (
     "runpy",
     "__main__",  # the template's own code (zygote.py), and isolation.py's when sandboxed
     "autograder.engine.zygote",
+    "autograder.engine.template_kernels",
     "autograder.engine.isolation",
     "asyncio.base_events",
     "asyncio.events",
