@@ -56,6 +56,8 @@ def test_message_dates_parse_as_jupyter_client_parses_them():
         "2026-11-23T09:30:05",  # no zone: jupyter_client makes it local time
         "2026-11-23",
         "not a date",
+        "2026-11-23 is a long enough string",  # "-" fifth: goes to the pattern, no match
+        "a string long enough but not a date",
     ]
     message = {"header": {"date": texts[0]}, "content": {"dates": texts, "n": 3}}
     ours, stock = extract_dates(message), jsonutil.extract_dates(message)

@@ -46,14 +46,29 @@ def parse_date(text: str | None) -> Any:
     return parsed if parsed.tzinfo else jsonutil.parse_date(text)
 
 
+def _date_or_text(text: str) -> Any:
+    # ISO8601_PAT matches nothing shorter than 19 characters ("2026-11-27T09:30:05") or without
+    # "-" fifth: most strings of a header (ids, names, the message type) skip the regex.
+    if len(text) < 19 or text[4] != "-":
+        return text
+    return parse_date(text)
+
+
 def extract_dates(obj: Any) -> Any:
-    """jupyter_client's extract_dates (the dates in a message just received), with parse_date."""
+    """jupyter_client's extract_dates (the dates in a message just received), with parse_date.
+    Strings are handled where they are found rather than by a call each: a grading worker
+    receives some 200 messages per notebook, each with two headers to go through."""
     if isinstance(obj, dict):
-        return {key: extract_dates(value) for key, value in obj.items()}
+        return {
+            key: _date_or_text(value) if isinstance(value, str) else extract_dates(value)
+            for key, value in obj.items()
+        }
     if isinstance(obj, list | tuple):
-        return [extract_dates(item) for item in obj]
+        return [
+            _date_or_text(item) if isinstance(item, str) else extract_dates(item) for item in obj
+        ]
     if isinstance(obj, str):
-        return parse_date(obj)
+        return _date_or_text(obj)
     return obj
 
 
