@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -150,6 +151,8 @@ def bench(
     course.use_environment_bin()
     jobs = jobs or DEFAULT_JOBS
     names = assignments or course.assignments()
+    # Both sides run on this interpreter; its build alone moves both times by a tenth.
+    say(f"Python {platform.python_version()} at {os.path.realpath(sys.executable)}")
     say(f"building a course of {students} students x {len(names)} assignments in {root}")
     make_course(root, students, names)
     stock_url = fresh_gradebook(root, "stock.db")
