@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import psutil
 import pytest
 from golden import expected_scores, make_course, submit_cases
 from nbgrader.api import Gradebook
@@ -148,31 +148,11 @@ def test_the_forced_rerun_regrades_everything_and_leaves_nothing_behind(force_ki
     assert not [name for name in names if "hooklab-" in name]
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below `pid`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # ended meanwhile
-            continue
-        parent = int(text[text.rindex(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _running(pid: int) -> bool:
+def _running(process: psutil.Process) -> bool:
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return process.status() != psutil.STATUS_ZOMBIE  # a zombie has ended, unreaped
+    except psutil.NoSuchProcess:
         return False
-    return text[text.rindex(")") + 2] != "Z"  # a zombie has ended (nobody reaped it yet)
 
 
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
@@ -189,16 +169,18 @@ def test_nothing_outlives_a_grader_killed_on_its_own(tmp_path, sandbox):
     deadline = time.monotonic() + 300
     while not _done(root) and grader.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    below = _descendants(grader.pid)
+    below = psutil.Process(grader.pid).children(recursive=True)
     assert grader.poll() is None, "the grader ended before it could be killed"
     assert len(below) >= 2, f"no worker and kernel template below the grader yet: {below}"
     grader.kill()
     grader.wait()
     deadline = time.monotonic() + 20
-    while any(_running(pid) for pid in below) and time.monotonic() < deadline:
+    while any(_running(process) for process in below) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:80] for pid in below if _running(pid)}
-    for pid in left:  # not to leave them to the next test
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    left = {}
+    for process in below:
+        with contextlib.suppress(psutil.NoSuchProcess):  # it ended meanwhile
+            if _running(process):
+                left[process.pid] = " ".join(process.cmdline())[:80]
+                process.kill()  # not to leave it to the next test
     assert left == {}
