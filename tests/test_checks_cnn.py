@@ -13,6 +13,7 @@ from golden import answers
 from notebook_runner import run_notebook
 
 from autograder import CheckFailed, NotDoneYet, check
+from autograder.checks.cnn import _cam_cases
 from autograder.checks.cnn_reference import hooks_left, manual_forward
 from autograder.models.cnn import make_digit_cnn
 
@@ -105,6 +106,20 @@ def test_a_full_backward_hook_works_where_nothing_is_in_place():
     outputs, _, logits = manual_forward(model, x)
     expected = torch.autograd.grad(logits[:, 3].sum(), [outputs["block2"][0], logits])
     assert torch.allclose(got["block2"], expected[0]) and torch.allclose(got["fc"], expected[1])
+
+
+# Seeds 43 and 284 once drew three hidden cases whose raw maps had no negative part, where a
+# Grad-CAM without the ReLU gives the right map and so passed the hidden check.
+@pytest.mark.parametrize("seed", [43, 284, *range(8)])
+def test_every_seed_draws_a_hidden_case_that_catches_the_missing_relu(seed):
+    run = run_notebook(A, section("cam_without_relu", "grad_cam"), until="grad_cam_run")
+    without_relu = run["grad_cam"]
+    cases = _cam_cases(torch.Generator().manual_seed(seed))
+    assert len(cases) == 3
+    assert not all(
+        torch.allclose(without_relu(model, layer, x, class_index), cam, atol=1e-6)
+        for model, layer, x, class_index, cam in cases
+    )
 
 
 def test_inputs_hard_coded_pass_visible_but_not_hidden():
