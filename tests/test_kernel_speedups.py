@@ -141,6 +141,43 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert stock.cells[-1].outputs[0].text.split() == stock_flags.split()
     assert warm.cells[-1].outputs[0].text.split() == warm_flags.split()
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
+    # Each cell records the same four times as under a stock kernel, in the order a kernel takes
+    # them, though warm kernels send the first two in the reply (kernel_messaging.py).
+    for warm_cell, stock_cell in zip(warm.cells, stock.cells, strict=True):
+        times = warm_cell.metadata["execution"]
+        assert times.keys() == stock_cell.metadata["execution"].keys() == set(TIMES)
+        assert [times[key] for key in TIMES] == sorted(times.values())
+
+
+TIMES = ("iopub.status.busy", "iopub.execute_input", "shell.execute_reply", "iopub.status.idle")
+
+
+def test_warm_kernels_do_not_announce_the_cells_they_run(tmp_path, monkeypatch):
+    # No "busy" status and no execute_input on IOPub per cell: each cell's IOPub messages are its
+    # outputs and its idle status.
+    from autograder.engine.execute import CappedExecute
+
+    received = []
+    process_message = CappedExecute.process_message
+
+    def counted(self, msg, cell, cell_index):
+        state = msg["content"].get("execution_state", "")
+        received.append((cell_index, msg["msg_type"], state))
+        return process_message(self, msg, cell, cell_index)
+
+    monkeypatch.setattr(CappedExecute, "process_message", counted)
+    cells = ["print('one')", "1 + 1", "pass"]
+    ran = nbformat.reads(
+        execute_notebook(nbformat.writes(_notebook(cells)), str(tmp_path)).notebook, 4
+    )
+    assert received == [
+        (0, "stream", ""),
+        (0, "status", "idle"),
+        (1, "execute_result", ""),
+        (1, "status", "idle"),
+        (2, "status", "idle"),
+    ]
+    assert all(cell.metadata["execution"].keys() == set(TIMES) for cell in ran.cells)
 
 
 def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):

@@ -17,6 +17,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
+from autograder.engine import kernel_messaging
 from autograder.engine.verify import Guard
 from autograder.engine.warm_kernel import WarmKernelManager
 from autograder.engine.zygote_client import Zygote
@@ -43,6 +44,11 @@ TRUNCATED = "[output cut by the grader: this cell printed more than {cap} charac
 class CappedExecute(Execute):
     """nbgrader's Execute, keeping at most OUTPUT_CAP characters of each cell's output (errors
     always kept), so a cell printing 50 MB does not carry 50 MB into every later step."""
+
+    def on_cell_executed(self, **kwargs):
+        # Warm kernels put the times of a cell's announcements in its reply (kernel_messaging.py).
+        kernel_messaging.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
+        super().on_cell_executed(**kwargs)
 
     def output(self, outs, msg, display_id, cell_index):
         if msg["msg_type"] not in ("stream", "display_data", "execute_result"):
