@@ -180,6 +180,38 @@ def test_warm_kernels_do_not_announce_the_cells_they_run(tmp_path, monkeypatch):
     assert all(cell.metadata["execution"].keys() == set(TIMES) for cell in ran.cells)
 
 
+def test_a_warm_kernel_announces_every_request_but_a_cell(tmp_path):
+    # kernel_info (which a client sends to learn the kernel is ready) still gets its busy status.
+    import asyncio
+
+    from autograder.engine.warm_kernel import WarmKernelManager
+
+    async def iopub_per_request() -> list[list[str]]:
+        manager = WarmKernelManager(kernel_name="python3")
+        await manager.start_kernel(cwd=str(tmp_path))
+        client = manager.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=60)
+            seen = []
+            for request in (client.kernel_info, lambda: client.execute("pass")):
+                msg_id, kinds = request(), []
+                while kinds[-1:] != ["status:idle"]:
+                    msg = await client.get_iopub_msg(timeout=30)
+                    if msg["parent_header"].get("msg_id") == msg_id:
+                        state = msg["content"].get("execution_state", "")
+                        kinds.append(f"{msg['msg_type']}:{state}")
+                seen.append(kinds)
+            return seen
+        finally:
+            client.stop_channels()
+            await manager.shutdown_kernel(now=True)
+
+    kernel_info, cell = asyncio.run(iopub_per_request())
+    assert kernel_info == ["status:busy", "status:idle"]
+    assert cell == ["status:idle"]
+
+
 def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
     # IPythonKernel lists the file of every module loaded when it is made (for its debugger);
     # a warm kernel reads a list the template made before the fork, which must be that same list.
