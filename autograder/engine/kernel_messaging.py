@@ -203,6 +203,7 @@ def _announce_cells_in_their_reply() -> None:
     from ipykernel.kernelbase import Kernel
 
     original_status, original_finish = Kernel._publish_status, IPythonKernel.finish_metadata
+    original_input = Kernel._publish_execute_input
 
     def _publish_status(self, status, channel, parent=None):
         # dispatch_shell announces each request with ("busy", "shell") and no parent: the
@@ -216,8 +217,10 @@ def _announce_cells_in_their_reply() -> None:
 
     def _publish_execute_input(self, code, parent, execution_count):
         unsent = getattr(self, "_hooklab_unsent", None)
-        if unsent is not None:
-            unsent["iopub.execute_input"] = _now()
+        if unsent is None:  # its busy status went out (or none was due): announced as stock
+            return original_input(self, code, parent, execution_count)
+        unsent["iopub.execute_input"] = _now()
+        return None
 
     def finish_metadata(self, parent, metadata, reply_content):
         metadata = original_finish(self, parent, metadata, reply_content)
