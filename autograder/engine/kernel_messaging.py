@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from jupyter_client import jsonutil
@@ -194,13 +194,12 @@ def _wake_iopub_thread_once() -> None:
 
 UNSENT_TIMES = "hooklab_unsent_iopub_times"
 _ANNOUNCEMENTS = ("iopub.status.busy", "iopub.execute_input")
-# nbclient's format for a message's time (nbclient.client.timestamp)
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def _announce_cells_in_their_reply() -> None:
     from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelbase import Kernel
+    from jupyter_client import session  # the messages' own clock; Session sends it as ISO 8601
 
     original_status, original_finish = Kernel._publish_status, IPythonKernel.finish_metadata
     original_input = Kernel._publish_execute_input
@@ -211,7 +210,7 @@ def _announce_cells_in_their_reply() -> None:
         if status == "busy" and channel == "shell" and parent is None:
             header = self.get_parent(channel).get("header", {})
             if header.get("msg_type") == "execute_request":
-                self._hooklab_unsent = {"iopub.status.busy": _now()}
+                self._hooklab_unsent = {"iopub.status.busy": session.utcnow()}
                 return None
         return original_status(self, status, channel, parent)
 
@@ -219,7 +218,7 @@ def _announce_cells_in_their_reply() -> None:
         unsent = getattr(self, "_hooklab_unsent", None)
         if unsent is None:  # its busy status went out (or none was due): announced as stock
             return original_input(self, code, parent, execution_count)
-        unsent["iopub.execute_input"] = _now()
+        unsent["iopub.execute_input"] = session.utcnow()
         return None
 
     def finish_metadata(self, parent, metadata, reply_content):
@@ -234,18 +233,18 @@ def _announce_cells_in_their_reply() -> None:
     IPythonKernel.finish_metadata = finish_metadata
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime(_TIME_FORMAT)
-
-
 def write_unsent_times(cell, execute_reply) -> None:
     """In the grading worker, once a cell's reply is in: record in the cell the times its kernel
     took instead of announcing it, as nbclient records the announcements' times."""
     unsent = (execute_reply or {}).get("metadata", {}).get(UNSENT_TIMES)
     timing = cell.get("metadata", {}).get("execution")
     if isinstance(unsent, dict) and isinstance(timing, dict):
-        times = {key: unsent[key] for key in _ANNOUNCEMENTS if isinstance(unsent.get(key), str)}
-        timing.update(times)
+        from nbclient.client import timestamp  # not at the top: kernels import this module too
+
+        for key in _ANNOUNCEMENTS:
+            sent_at = parse_date(unsent[key]) if isinstance(unsent.get(key), str) else None
+            if isinstance(sent_at, datetime):  # written as nbclient writes a message's time
+                timing[key] = timestamp({"header": {"date": sent_at}})
 
 
 def install() -> None:
