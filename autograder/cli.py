@@ -112,6 +112,9 @@ def autograde(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         summary_json=args.summary_json,
     )
+    if not results:  # as stock nbgrader: a run that matched no submission is an error
+        print("hooklab: no submissions to grade", file=sys.stderr)
+        return 1
     failed = sum(r.status == "failed" for r in results)
     if not args.db:
         show_results(args.root)
@@ -121,6 +124,13 @@ def autograde(args: argparse.Namespace) -> int:
 def table(args: argparse.Namespace) -> int:
     show_results(args.root)
     return 0
+
+
+def _at_least_one(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"needs at least 1, not {number}")
+    return number
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--student", default="*", help="only these students (a glob)")
     grade.add_argument("--force", action="store_true", help="regrade submissions graded before")
     grade.add_argument("--db", help="the gradebook's database URL (default: gradebook.db)")
-    grade.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS, help="workers")
+    grade.add_argument("-j", "--jobs", type=_at_least_one, default=DEFAULT_JOBS, help="workers")
     grade.add_argument("--scheduler", help="a Dask scheduler address: execute on that cluster")
     grade.add_argument(
         "--summary-json",

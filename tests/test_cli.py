@@ -51,7 +51,8 @@ import gc
 print(code, started, gc.isenabled())  # the collector, paused for the imports, runs again
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split("\n")[0] == "0 [[]] True", done.stdout + done.stderr
+    # 1: nothing of that name to grade (test_bad_input_...), said after the imports.
+    assert done.stdout.split("\n")[0] == "1 [[]] True", done.stdout + done.stderr
 
 
 def _exit_status_and_output(code: str) -> tuple[int, str]:
@@ -85,3 +86,69 @@ def test_the_command_waits_for_a_running_thread_as_python_does():
     status, output = _exit_status_and_output(EXIT_PROGRAM.replace("sys.argv", "['thread']"))
     assert status == 3
     assert output.splitlines()[:3] == ["graded", "thread done", "atexit ran"]
+
+
+@pytest.fixture(scope="module")
+def small_course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    make_course(root, ["forward_hooks"])
+    submit_cases(root, "forward_hooks", ["blank"])
+    return root
+
+
+BAD_INPUT = {
+    # case: (arguments after --root COURSE, what the one-line error must say)
+    "unknown assignment": (
+        ["autograde", "nosuch"],
+        "no assignment nosuch in the gradebook sqlite:///{root}/gradebook.db and no submissions "
+        "of it in {root}/submitted; the gradebook's assignments: forward_hooks",
+    ),
+    "no submission matches": (
+        ["autograde", "forward_hooks", "--student", "zz*"],
+        "hooklab: no submissions to grade",
+    ),
+    "gradebook cannot be opened": (
+        ["autograde", "forward_hooks", "--db", "sqlite:///{root}/no/such/folder/gradebook.db"],
+        "cannot open the gradebook sqlite:///{root}/no/such/folder/gradebook.db: unable to open "
+        "database file",
+    ),
+    "PostgreSQL refuses the connection": (
+        ["autograde", "forward_hooks", "--db", "postgresql://grader:s3cret@127.0.0.1:1/class"],
+        "cannot open the gradebook postgresql://grader:***@127.0.0.1:1/class: connection failed",
+    ),
+    "summary folder missing": (
+        ["autograde", "forward_hooks", "--summary-json", "{root}/no/such/folder/summary.json"],
+        "cannot write the summary to {root}/no/such/folder/summary.json: no folder",
+    ),
+    "no Dask scheduler there": (
+        ["autograde", "forward_hooks", "--scheduler", "tcp://127.0.0.1:1"],
+        "cannot reach the Dask scheduler at tcp://127.0.0.1:1: Timed out trying to connect",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUT)
+def test_bad_input_is_one_clear_sentence_and_nothing_is_graded(case, small_course, capsys):
+    import dask
+    import distributed  # noqa: F401  (its config defaults first: the set below restores only its key)
+
+    arguments, expected = BAD_INPUT[case]
+    root = small_course
+    before = (root / "gradebook.db").read_bytes()
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["--root", str(root), *(a.format(root=root) for a in arguments)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert expected.format(root=root) in " ".join(err.split()), err
+    assert "Traceback" not in err and "s3cret" not in err
+    assert (root / "gradebook.db").read_bytes() == before  # nothing graded, nothing changed
+    assert not (root / "autograded").exists()
+
+
+def test_a_missing_course_folder_and_zero_jobs_are_refused(tmp_path, capsys):
+    assert main(["--root", str(tmp_path / "nope"), "autograde"]) == 1
+    assert f"hooklab: no course folder at {tmp_path / 'nope'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["--root", str(tmp_path), "autograde", "--jobs", "0"])
+    assert refused.value.code == 2
+    assert "--jobs: needs at least 1, not 0" in capsys.readouterr().err

@@ -17,7 +17,13 @@ from autograder.engine.pipeline import NotebookJob, NotebookResult, grade_notebo
 def dask_workers(scheduler: str) -> Iterator[Callable[[NotebookJob], NotebookResult]]:
     from distributed import Client
 
-    with Client(scheduler) as client:
+    from autograder.engine.preflight import CannotGrade
+
+    try:
+        client = Client(scheduler)
+    except (OSError, ValueError) as error:  # refused, timed out, or not an address at all
+        raise CannotGrade(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+    with client:
 
         def dispatch(job: NotebookJob) -> NotebookResult:
             return client.submit(grade_notebook, job, pure=False).result()

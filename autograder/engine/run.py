@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlalchemy.exc import SAWarning
 
+from autograder.engine import preflight
 from autograder.engine.batch import Batch, SubmissionResult, run_batches
 
 
@@ -29,11 +30,13 @@ def autograde(
 ) -> list[SubmissionResult]:
     """Grade every submission of the assignments (one or several, with one set of workers),
     showing progress per assignment; returns one result per student and assignment. With
-    `summary_json`, the summary also goes to that file (summary_counts)."""
+    `summary_json`, the summary also goes to that file (summary_counts). Raises
+    preflight.CannotGrade, before grading, for a missing course, gradebook or assignment."""
     console = console or Console(stderr=True)
     # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
     warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
     names = [assignments] if isinstance(assignments, str) else list(assignments)
+    preflight.check(root, names, db_url, summary_json)  # bad input: a sentence, not a traceback
     batches = []
     for name in names:
         batch = Batch(
