@@ -116,6 +116,10 @@ BAD_INPUT = {
         ["autograde", "forward_hooks", "--db", "postgresql://grader:s3cret@127.0.0.1:1/class"],
         "cannot open the gradebook postgresql://grader:***@127.0.0.1:1/class: connection failed",
     ),
+    "the URL's driver is not installed": (
+        ["autograde", "forward_hooks", "--db", "mysql://grader:s3cret@127.0.0.1/class"],
+        "cannot open the gradebook mysql://grader:***@127.0.0.1/class: No module named",
+    ),
     "summary folder missing": (
         ["autograde", "forward_hooks", "--summary-json", "{root}/no/such/folder/summary.json"],
         "cannot write the summary to {root}/no/such/folder/summary.json: no folder",

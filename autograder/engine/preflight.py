@@ -34,7 +34,7 @@ def check(
     try:
         with Gradebook(url, coursedir.course_id) as gradebook:
             known = sorted(assignment.name for assignment in gradebook.assignments)
-    except SQLAlchemyError as error:
+    except (SQLAlchemyError, ImportError) as error:  # ImportError: the URL's driver is missing
         raise CannotGrade(f"cannot open the gradebook {_shown(url)}: {_reason(error)}") from None
     # One that only has submissions is left to fail per submission, with nbgrader's message.
     unknown = [
@@ -59,7 +59,7 @@ def _shown(url: str) -> str:
         return url
 
 
-def _reason(error: SQLAlchemyError) -> str:
+def _reason(error: Exception) -> str:
     """The driver's own words (its first line), without SQLAlchemy's wrapping and links."""
     cause = getattr(error, "orig", None) or error
     lines = str(cause).strip().splitlines()
