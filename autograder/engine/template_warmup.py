@@ -42,11 +42,19 @@ PRELOAD = (
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
-def preload() -> None:
-    """Import, once, what every kernel and every notebook of the course needs."""
+def preload(control_dir: str | None = None) -> dict:
+    """Import, once, what every kernel and every notebook of the course needs. With
+    `control_dir`, the traceback warm-up starts from the sources a previous run parsed (and
+    keeps what it parsed for the next one): traceback_cache.py. Returns how many files it read
+    from there and whether it is writing a new file."""
     import importlib
 
-    from autograder.engine import dynamo_on_demand, kernel_command_line, kernel_speedups
+    from autograder.engine import (
+        dynamo_on_demand,
+        kernel_command_line,
+        kernel_speedups,
+        traceback_cache,
+    )
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     kernel_speedups.install()
@@ -55,10 +63,13 @@ def preload() -> None:
         importlib.import_module(module)
     # Nothing above imports torch._dynamo: the kernels' optimizers then do not either.
     dynamo_on_demand.install()
+    read = traceback_cache.read(control_dir) if control_dir else set()
     warm_traceback_caches()
     read_kernel_stack_sources()
     register_modules()
     use_listed_modules()
+    writing = bool(control_dir) and traceback_cache.write_if_new(control_dir, read)
+    return {"read": len(read), "writing": writing}
 
 
 # The modules whose code is on a kernel's stack while a cell runs, and those torch.manual_seed

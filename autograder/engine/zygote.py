@@ -166,7 +166,7 @@ def serve(path: str, config: dict) -> None:
     print("listening", flush=True)
     _stdout_to_devnull()
     with collector.paused_for_imports():
-        template_warmup.preload()
+        config["traceback_sources"] = template_warmup.preload(os.path.dirname(path))
     # In the sandbox, bubblewrap ends this process with the grader (--die-with-parent). Outside
     # it, nothing would: a grader killed with SIGKILL (or by the OOM killer) left this process,
     # its child templates and their kernels running, with their memory, for good.

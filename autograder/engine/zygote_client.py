@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from autograder.engine import traceback_cache
 from autograder.engine.sandbox import (
     SANDBOX_ENV,
     WEAKER,
@@ -66,9 +67,12 @@ class Zygote:
         command, why = self._sandbox_command(settings)
         if command is None:
             self._start_weaker(settings, why)
+            traceback_cache.bring_in(os.path.dirname(self.path))
             return
         self._launch(command, settings, None)
         self._launched_in_sandbox = settings
+        # While the template imports torch: it looks for the file only once that is done.
+        traceback_cache.bring_in(os.path.dirname(self.path))
         if wait:
             self.ready()
 
@@ -237,4 +241,5 @@ class Zygote:
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
+        traceback_cache.keep(os.path.dirname(self.path))
         shutil.rmtree(self.dir, ignore_errors=True)
