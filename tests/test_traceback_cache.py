@@ -145,3 +145,24 @@ def test_only_a_file_the_grader_alone_can_write_is_brought_in(tmp_path, monkeypa
     kept.parent.chmod(0o700)
     traceback_cache.bring_in(str(control))
     assert brought.read_bytes() == b"parsed sources"
+
+
+def test_a_template_writes_only_what_is_new_and_goes_on_when_it_cannot_fork(tmp_path, monkeypatch):
+    from stack_data.core import Source
+
+    code = tmp_path / "parsed.py"
+    code.write_text("x = 1\n")
+    Source.for_filename(str(code))
+    forks = []
+
+    def no_fork():
+        forks.append(1)
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(traceback_cache.os, "fork", no_fork)
+    # Everything it holds came from the kept file: nothing to write, no fork.
+    assert traceback_cache.write_if_new(str(tmp_path), set(traceback_cache._sources())) is False
+    assert forks == []
+    # Something new, but no process to spare: it goes on without writing.
+    assert traceback_cache.write_if_new(str(tmp_path), set()) is False
+    assert forks == [1] and list(tmp_path.iterdir()) == [code]

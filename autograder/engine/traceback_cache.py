@@ -125,8 +125,11 @@ def write_if_new(control_dir: str, read_keys: set) -> bool:
     sources = _sources()
     if set(sources) <= read_keys:
         return False
-    if os.fork() != 0:
-        return True
+    try:
+        if os.fork() != 0:
+            return True
+    except OSError:  # no process to spare: this run keeps nothing, the next one parses again
+        return False
     try:
         # A parsed tree links every node to its parent: pickling recurses as deep as the trees.
         sys.setrecursionlimit(100_000)
