@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from autograder import notebooks
 from autograder.engine import traceback_cache
 from autograder.engine.execute import execute_notebook
 from autograder.engine.zygote_client import Zygote
@@ -27,13 +28,7 @@ CELLS = [
 
 
 def _notebook() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in CELLS])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    return nb
+    return notebooks.new_notebook([nbformat.v4.new_code_cell(s) for s in CELLS])
 
 
 def _errors(nb: nbformat.NotebookNode) -> list[dict]:

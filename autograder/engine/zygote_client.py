@@ -67,12 +67,9 @@ class Zygote:
         command, why = self._sandbox_command(settings)
         if command is None:
             self._start_weaker(settings, why)
-            traceback_cache.bring_in(os.path.dirname(self.path))
             return
         self._launch(command, settings, None)
         self._launched_in_sandbox = settings
-        # While the template imports torch: it looks for the file only once that is done.
-        traceback_cache.bring_in(os.path.dirname(self.path))
         if wait:
             self.ready()
 
@@ -137,6 +134,8 @@ class Zygote:
         command = [*sandbox, sys.executable, "-m", "autograder.engine.zygote", self.path]
         command.append(json.dumps(config))
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        # While the template imports torch: it looks for the file only once that is done.
+        traceback_cache.bring_in(os.path.dirname(self.path))
 
     @classmethod
     def current(cls, sandbox: dict | None = None) -> Zygote:
