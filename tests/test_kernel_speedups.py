@@ -116,6 +116,9 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
         # as ~/...: with a checkout under /tmp, the torch paths in its tracebacks read ~/...
         warm = nbformat.reads(nbformat.writes(warm).replace("~/", "/tmp/"), as_version=4)
     assert _shown(warm) == _shown(stock)
+    # Numbered as a stock kernel's execute_input numbers them, which warm kernels do not send.
+    assert [cell.execution_count for cell in warm.cells] == list(range(1, len(CELLS) + 1))
+    assert [cell.execution_count for cell in stock.cells] == list(range(1, len(CELLS) + 1))
     pngs = [o for cell in _shown(warm) for o in cell if "image/png" in o.get("data", {})]
     errors = [o for cell in _shown(warm) for o in cell if o["output_type"] == "error"]
     assert len(pngs) == 3 and len(errors) == 5
@@ -163,14 +166,18 @@ def _shape(time_text: str) -> str:
 
 def test_warm_kernels_do_not_announce_the_cells_they_run(tmp_path, monkeypatch):
     # No "busy" status and no execute_input on IOPub per cell: each cell's IOPub messages are its
-    # outputs and its idle status.
+    # outputs, and nbclient gets its idle status from the grading worker (cell_ends.py).
+    from autograder.engine import speedups
     from autograder.engine.execute import CappedExecute
 
+    speedups.install()  # as in grading workers (converter.py)
     received = []
     process_message = CappedExecute.process_message
 
     def counted(self, msg, cell, cell_index):
         state = msg["content"].get("execution_state", "")
+        if state:
+            state += " (the worker's)" if msg["msg_id"].endswith("-idle") else " (the kernel's)"
         received.append((cell_index, msg["msg_type"], state))
         return process_message(self, msg, cell, cell_index)
 
@@ -181,10 +188,10 @@ def test_warm_kernels_do_not_announce_the_cells_they_run(tmp_path, monkeypatch):
     )
     assert received == [
         (0, "stream", ""),
-        (0, "status", "idle"),
+        (0, "status", "idle (the worker's)"),
         (1, "execute_result", ""),
-        (1, "status", "idle"),
-        (2, "status", "idle"),
+        (1, "status", "idle (the worker's)"),
+        (2, "status", "idle (the worker's)"),
     ]
     assert all(cell.metadata["execution"].keys() == set(TIMES) for cell in ran.cells)
 
@@ -193,15 +200,10 @@ def test_a_warm_kernel_announces_every_request_but_a_cell(tmp_path):
     # kernel_info (which a client sends to learn the kernel is ready) still gets its busy status.
     import asyncio
 
-    from autograder.engine.warm_kernel import WarmKernelManager
+    from warm_client import warm_client
 
     async def iopub_per_request() -> list[list[str]]:
-        manager = WarmKernelManager(kernel_name="python3")
-        await manager.start_kernel(cwd=str(tmp_path))
-        client = manager.client()
-        client.start_channels()
-        try:
-            await client.wait_for_ready(timeout=60)
+        async with warm_client(tmp_path) as client:
             seen = []
             for request in (client.kernel_info, lambda: client.execute("pass")):
                 msg_id, kinds = request(), []
@@ -212,9 +214,6 @@ def test_a_warm_kernel_announces_every_request_but_a_cell(tmp_path):
                         kinds.append(f"{msg['msg_type']}:{state}")
                 seen.append(kinds)
             return seen
-        finally:
-            client.stop_channels()
-            await manager.shutdown_kernel(now=True)
 
     kernel_info, cell = asyncio.run(iopub_per_request())
     assert kernel_info == ["status:busy", "status:idle"]

@@ -111,6 +111,8 @@ def run_in_warm_kernel(
     executor.on_cell_start = lambda cell, cell_index: running.update(
         cell=cell, index=cell_index, kernel=executor.km.provisioner.process
     )
+    # One message fewer per cell (cell_ends.py); the kernel client is ready by then.
+    executor.on_notebook_start = lambda notebook: executor.kc.end_cells_by_count()
     if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
         guard.prepare(nb, executor)
         guard.verifiers = Zygote.current().verifiers

@@ -11,6 +11,8 @@ from typing import Any
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 
+from autograder.engine.cell_ends import COUNT_OUTPUTS, CellEnds
+
 RECONNECT_MS = 5  # how soon a socket that connected before its kernel was listening retries
 
 
@@ -79,3 +81,29 @@ class WarmKernelClient(AsyncKernelClient):
         # knows), which is what jupyter_client does whenever a manager made the client.
         kwargs["hb"] = False
         super().start_channels(*args, **kwargs)
+        self._cell_ends: CellEnds | None = None
+
+    def end_cells_by_count(self) -> bool:
+        """From now on, have the kernel end each cell by count instead of with an idle status
+        (cell_ends.py): for nbclient, which takes every message through the channels' get_msg.
+        False, and nothing changed, where the channels cannot end cells that way."""
+        if not getattr(type(self.iopub_channel).get_msg, "supports_cell_ends", False):
+            return False
+        self._cell_ends = CellEnds(self.iopub_channel, self.shell_channel)
+        self.iopub_channel._hooklab_cell_ends = self._cell_ends
+        self.shell_channel._hooklab_cell_ends = self._cell_ends
+        return True
+
+    def execute(self, code: str, *args: Any, **kwargs: Any) -> str:
+        """jupyter_client's execute, asking a warm kernel to end the cell by count."""
+        ends = getattr(self, "_cell_ends", None)
+        if ends is None:
+            return super().execute(code, *args, **kwargs)
+        metadata = self.session.metadata
+        self.session.metadata = {**metadata, COUNT_OUTPUTS: True}
+        try:
+            request = super().execute(code, *args, **kwargs)
+        finally:
+            self.session.metadata = metadata
+        ends.replies_due.add(request)
+        return request

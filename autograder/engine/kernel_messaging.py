@@ -2,18 +2,20 @@
 what ipykernel and jupyter_client repeat or wait for on every message, which a kernel (and, for
 the dates, a grading worker) no longer does. A kernel sends and receives what a stock ipykernel
 does, in the same order (tests/test_kernel_speedups.py compares with a stock kernel), except for
-the two announcements of an execute request that only clients showing a kernel to a person use:
+the two announcements of an execute request that only clients showing a kernel to a person use,
+and the idle status that ends a grading worker's cells (cell_ends.py):
 
 * For every cell a stock kernel broadcasts a "busy" status and the cell's code (execute_input)
-  on IOPub before it runs it. nbclient (and so nbgrader) ignores both apart from noting when
-  they were sent, in the cell's `metadata.execution` ("iopub.status.busy",
-  "iopub.execute_input"); its outputs, errors and the end of the cell (the "idle" status and
-  the reply) do not depend on them. Two messages fewer per cell, out of four for a cell without
-  output, was about 4% of a grading run's CPU in both processes. The kernel still takes those
-  times where it would have sent them and puts them in the cell's execute_reply (its metadata,
-  under UNSENT_TIMES), and the grading worker writes them where nbclient writes them
-  (write_unsent_times): the autograded notebook has the same four times per cell. A request of
-  any other kind (kernel_info, comm messages from widgets) is announced as before.
+  on IOPub before it runs it. nbclient (and so nbgrader) uses them only to note when they were
+  sent, in the cell's `metadata.execution` ("iopub.status.busy", "iopub.execute_input"), and
+  to number the cell (execute_input's execution count); its outputs, errors and the end of the
+  cell (the "idle" status and the reply) do not depend on them. Two messages fewer per cell,
+  out of four for a cell without output, was about 4% of a grading run's CPU in both
+  processes. The kernel still takes those times and that count where it would have sent them
+  and puts them in the cell's execute_reply (its metadata, under UNSENT_TIMES), and the
+  grading worker writes them where nbclient writes them (write_unsent_times): the autograded
+  notebook has the same four times and the same number per cell. A request of any other kind
+  (kernel_info, comm messages from widgets) is announced as before.
 
 * jupyter_client parses the dates in every message it receives with dateutil: here with
   `datetime.fromisoformat` (the same datetimes), falling back to dateutil for anything else.
@@ -32,6 +34,11 @@ the two announcements of an execute request that only clients showing a kernel t
   threads running cells concurrently) can be served. Nothing here asks for a subshell: the
   main thread reads the shell socket itself, as ipykernel 6 did (and ipykernel 7 still does
   without that thread), and the kernel no longer lists subshells among its features.
+* zmq drops what a kernel publishes on IOPub beyond 1000 messages queued for a client. The
+  IOPub thread woken once for what is queued (above) sends a burst of outputs faster than a
+  stock kernel does, so a cell that floods (5000 `display` calls in a loop) lost outputs that
+  a stock kernel delivers, its error among them, which decides a test cell's score. Here the
+  kernel queues up to IOPUB_QUEUE messages per client, in its own memory (under its limits).
 * ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
   outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
   after every output of the cell either way, so the kernels here do not sleep.
@@ -45,6 +52,8 @@ from datetime import datetime
 from typing import Any
 
 from jupyter_client import jsonutil
+
+from autograder.engine import cell_ends
 
 
 def parse_date(text: str | None) -> Any:
@@ -133,6 +142,23 @@ def _skip_empty_flushes() -> None:
     OutStream.flush, OutStream._flush = flush, _flush
 
 
+IOPUB_QUEUE = 20_000  # messages; zmq's default high-water mark is 1000
+
+
+def _queue_iopub_floods() -> None:
+    import zmq
+    from ipykernel.kernelapp import IPKernelApp
+
+    original = IPKernelApp._bind_socket
+
+    def _bind_socket(self, s, port):
+        if s.socket_type == zmq.XPUB:  # IOPub; set before binding: a client's queue gets it
+            s.sndhwm = IOPUB_QUEUE
+        return original(self, s, port)
+
+    IPKernelApp._bind_socket = _bind_socket
+
+
 def _no_sleep_before_replies() -> None:
     from ipykernel.kernelbase import Kernel
 
@@ -193,6 +219,7 @@ def _wake_iopub_thread_once() -> None:
 
 
 UNSENT_TIMES = "hooklab_unsent_iopub_times"
+UNSENT_COUNT = "execution_count"  # also kept there: the execution count execute_input carries
 _ANNOUNCEMENTS = ("iopub.status.busy", "iopub.execute_input")
 
 
@@ -219,6 +246,7 @@ def _announce_cells_in_their_reply() -> None:
         if unsent is None:  # its busy status went out (or none was due): announced as stock
             return original_input(self, code, parent, execution_count)
         unsent["iopub.execute_input"] = session.utcnow()
+        unsent[UNSENT_COUNT] = execution_count  # nbclient numbers the cell from this message
         return None
 
     def finish_metadata(self, parent, metadata, reply_content):
@@ -235,8 +263,12 @@ def _announce_cells_in_their_reply() -> None:
 
 def write_unsent_times(cell, execute_reply) -> None:
     """In the grading worker, once a cell's reply is in: record in the cell the times its kernel
-    took instead of announcing it, as nbclient records the announcements' times."""
+    took instead of announcing it, as nbclient records the announcements' times, and the
+    execution count that nbclient gives the cell from its execute_input (nbgrader's autograded
+    notebooks number every cell that ran, not only those with a result)."""
     unsent = (execute_reply or {}).get("metadata", {}).get(UNSENT_TIMES)
+    if isinstance(unsent, dict) and isinstance(unsent.get(UNSENT_COUNT), int):
+        cell["execution_count"] = unsent[UNSENT_COUNT]
     timing = cell.get("metadata", {}).get("execution")
     if isinstance(unsent, dict) and isinstance(timing, dict):
         from nbclient.client import timestamp  # not at the top: kernels import this module too
@@ -249,9 +281,11 @@ def write_unsent_times(cell, execute_reply) -> None:
 
 def install() -> None:
     _announce_cells_in_their_reply()
+    cell_ends.install_in_kernel()  # after the line above: it wraps the same status method
     _serve_shell_on_main_thread()
     _skip_empty_flushes()
     _wake_iopub_thread_once()
+    _queue_iopub_floods()
     _no_sleep_before_replies()
     from jupyter_client import session
 
