@@ -90,17 +90,27 @@ def install_in_kernel() -> None:
             elif status == "idle" and _counting is not None:
                 counting, _counting = _counting, None
                 if counting.reply is not None and header.get("msg_id") == counting.request_id:
-                    session, stream, message, ident, buffers = counting.reply
-                    with counting.lock:
-                        sent = counting.sent
-                    idle = jupyter_session.utcnow()
-                    message["metadata"][OUTPUTS_SENT] = {"count": sent, "idle": idle}
-                    original_send(session, stream, message, ident=ident, buffers=buffers)
-                    return None
+                    return _send_reply_instead_of_idle(counting, original_send)
         return original_status(self, status, channel, parent)
 
     jupyter_session.Session.send = send
     Kernel._publish_status = _publish_status
+
+
+def _send_reply_instead_of_idle(counting: _Counting, send: Any) -> None:
+    from jupyter_client.session import utcnow
+    from zmq.eventloop.zmqstream import ZMQStream
+
+    session, stream, message, ident, buffers = counting.reply
+    with counting.lock:
+        sent = counting.sent
+    message["metadata"][OUTPUTS_SENT] = {"count": sent, "idle": utcnow()}
+    if isinstance(stream, ZMQStream) and not stream.sending():
+        # Straight onto the shell socket (this thread's alone), as nothing of the stream's
+        # waits: ZMQStream would queue it for the event loop's next turn, which the flush after
+        # this waits for (~0.08 ms of the kernel's CPU per cell).
+        stream = stream.socket
+    send(session, stream, message, ident=ident, buffers=buffers)
 
 
 # The grading worker's side.
