@@ -66,8 +66,8 @@ def install_in_kernel() -> None:
         if counting is None:
             return original_send(self, stream, msg_or_type, content, parent, ident, *args, **kwargs)
         if msg_or_type == "execute_reply" and counting.reply is None and not args:
-            message = self.msg(msg_or_type, content, parent, kwargs.get("header"),
-                               kwargs.get("metadata"))  # fmt: skip
+            header, metadata = kwargs.get("header"), kwargs.get("metadata")
+            message = self.msg(msg_or_type, content, parent, header, metadata)
             if _parent_id(message) == counting.request_id:
                 counting.reply = (self, stream, message, ident, kwargs.get("buffers"))
                 return message  # what stock send returns; sent at the idle status's place
@@ -128,7 +128,8 @@ class CellEnds:
         self.replies_due: set[str] = set()  # execute requests sent, their replies not yet in
         self.shell_backlog: deque[dict] = deque()
         self.delivered: dict[str, int] = {}  # request id -> IOPub messages handed out
-        self.expected: dict[str, tuple[int, Any, dict, float]] = {}  # see took_reply
+        # request id -> (IOPub messages it sent, the kernel's idle time, its reply, when taken)
+        self.expected: dict[str, tuple[int, Any, dict, float]] = {}
         self.idle_due: deque[dict] = deque()
         self.last_iopub = time.monotonic()
 
@@ -144,8 +145,7 @@ class CellEnds:
         self.replies_due.discard(request)
         sent = (message.get("metadata") or {}).get(OUTPUTS_SENT)
         if request is not None and isinstance(sent, dict) and isinstance(sent.get("count"), int):
-            since = max(self.last_iopub, time.monotonic())
-            self.expected[request] = (sent["count"], sent.get("idle"), message, since)
+            self.expected[request] = (sent["count"], sent.get("idle"), message, time.monotonic())
             self._end_if_complete(request)
 
     def quiet_deadline(self) -> float | None:
