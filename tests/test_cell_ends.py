@@ -124,3 +124,28 @@ def test_a_flood_of_outputs_arrives_whole_and_its_cell_ends_at_once(tmp_path):
     assert [o.data["text/plain"] for o in outputs[:-1]] == [str(i) for i in range(5000)]
     assert outputs[-1].output_type == "error" and outputs[-1].evalue == "after the flood"
     assert float(ran.cells[2].outputs[0].text) < QUIET_SECONDS
+
+
+def test_a_forked_childs_output_is_counted_with_its_cells(tmp_path, monkeypatch):
+    # ipykernel forwards what a forked child prints as it arrives, not through Session.send; a
+    # reply that did not count it ended some cells before the parent's own output was in.
+    # Without the sandbox: its kernels have no loopback network, which the forwarding uses.
+    from autograder.engine.zygote_client import Zygote
+
+    speedups.install()
+    monkeypatch.setenv("HOOKLAB_SANDBOX", "off")
+    zygote = Zygote()
+    monkeypatch.setattr(Zygote, "_current", zygote)
+    setup = "import multiprocessing\ndef child():\n    print('child', flush=True)"
+    cell = (
+        "process = multiprocessing.get_context('fork').Process(target=child)\n"
+        "process.start()\nprocess.join()\nprint('parent')"
+    )
+    try:
+        ran = execute_notebook(_notebook([setup] + [cell] * 30), str(tmp_path)).notebook
+    finally:
+        zygote.stop()
+    printed = ["".join(o.text for o in c.outputs) for c in nbformat.reads(ran, 4).cells[1:]]
+    # Both outputs in every cell; how the two processes' writes interleave is up to timing.
+    missing = [text for text in printed if "child" not in text or "parent" not in text]
+    assert len(printed) == 30 and missing == []

@@ -8,12 +8,15 @@ zmq's I/O thread) and in the worker (zmq, `Session.deserialize`, the event loop)
 
 A grading worker's execute requests carry COUNT_OUTPUTS in their metadata. A warm kernel holds
 the reply to such a request back until the point where it would publish the idle status (after
-the same flushes of stdout and stderr), counts the IOPub messages it has sent for the request by
-then, and sends the reply with that count and the time, in its metadata (OUTPUTS_SENT), instead
-of the idle status. The worker (CellEnds, which speedups._get_msg consults) hands nbclient an
-idle status with the kernel's time once it has the reply and that many IOPub messages of the
-request: the cell's outputs, its four recorded times and the moment nbclient moves on are the
-same. Any other request (kernel_info, a plain client's execute request) is answered as stock.
+the same flushes of stdout and stderr), counts the IOPub messages it has queued for the request
+by then (what it sends itself, and what it forwards of a forked child's output), and sends the
+reply with that count and the time, in its metadata (OUTPUTS_SENT), instead of the idle status.
+Everything queued for IOPub goes out in order, so the counted messages come before any later
+one of the same request (which nbclient ignores, as it ignores what follows an idle status).
+The worker (CellEnds, which speedups._get_msg consults) hands nbclient an idle status with the
+kernel's time once it has the reply and that many IOPub messages of the request: the cell's
+outputs, its four recorded times and the moment nbclient moves on are the same. Any other
+request (kernel_info, a plain client's execute request) is answered as stock.
 
 If IOPub loses messages (a publisher drops what goes over its high-water mark, as under a flood
 of outputs), the count is never reached: the worker then ends the cell once IOPub has been quiet
@@ -23,6 +26,7 @@ outputs missing.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import deque
@@ -45,6 +49,12 @@ class _Counting:
         self.reply: tuple | None = None  # (session, stream, message, ident, buffers)
         self.lock = threading.Lock()  # the main thread and the IOPub thread both send
 
+    def add(self, request: str | None) -> None:
+        """One more IOPub message for `request`: counted if it is this one."""
+        if request == self.request_id:
+            with self.lock:
+                self.sent += 1
+
 
 _counting: _Counting | None = None  # a kernel runs one request at a time
 
@@ -60,6 +70,7 @@ def install_in_kernel() -> None:
     from jupyter_client import session as jupyter_session
 
     original_send, original_status = jupyter_session.Session.send, Kernel._publish_status
+    original_forward = IOPubThread._handle_pipe_msg
 
     def send(self, stream, msg_or_type, content=None, parent=None, ident=None, *args, **kwargs):
         counting = _counting
@@ -71,13 +82,23 @@ def install_in_kernel() -> None:
             if _parent_id(message) == counting.request_id:
                 counting.reply = (self, stream, message, ident, kwargs.get("buffers"))
                 return message  # what stock send returns; sent at the idle status's place
-        message = original_send(self, stream, msg_or_type, content, parent, ident, *args, **kwargs)
-        if isinstance(stream, BackgroundSocket | IOPubThread) and (
-            _parent_id(message) == counting.request_id
-        ):
-            with counting.lock:
-                counting.sent += 1
-        return message
+        if isinstance(stream, BackgroundSocket | IOPubThread):
+            if isinstance(msg_or_type, dict):
+                request = _parent_id(msg_or_type)
+            else:
+                request = jupyter_session.extract_header(parent or {}).get("msg_id")
+            # Counted before it is queued: whatever the IOPub thread sends before the count is
+            # read has been counted.
+            counting.add(request)
+        return original_send(self, stream, msg_or_type, content, parent, ident, *args, **kwargs)
+
+    def _handle_pipe_msg(self, msg):
+        # A forked child's output, which the IOPub thread forwards as it is (not through send).
+        counting = _counting
+        forwarded = self._pipe_flag and self._is_master_process() and msg[:1] == [self._pipe_uuid]
+        if counting is not None and forwarded:
+            counting.add(_forwarded_parent_id(msg[1:]))
+        return original_forward(self, msg)
 
     def _publish_status(self, status, channel, parent=None):
         global _counting
@@ -94,7 +115,19 @@ def install_in_kernel() -> None:
         return original_status(self, status, channel, parent)
 
     jupyter_session.Session.send = send
+    IOPubThread._handle_pipe_msg = _handle_pipe_msg
     Kernel._publish_status = _publish_status
+
+
+def _forwarded_parent_id(frames: list) -> str | None:
+    """The parent's msg_id in a message as sent on the wire (identities, the delimiter, the
+    signature, the header, the parent header, ...)."""
+    try:
+        parts = [bytes(frame) for frame in frames]
+        parent = json.loads(parts[parts.index(b"<IDS|MSG>") + 3])
+    except (ValueError, IndexError, TypeError):
+        return None
+    return parent.get("msg_id") if isinstance(parent, dict) else None
 
 
 def _send_reply_instead_of_idle(counting: _Counting, send: Any) -> None:
