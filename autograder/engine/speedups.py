@@ -15,7 +15,9 @@ same verdicts and values as the code it stands in for, only without repeating wo
   a channel takes a message that is there at once, and otherwise waits for its socket with a
   plain zmq poll, in slices of at most 50 ms between which the event loop turns: its other
   tasks (nbclient reads the shell and IOPub channels side by side) and timers (cell time-outs,
-  the kernel-alive check) run as before, at most a slice late.
+  the kernel-alive check) run as before, at most a slice late. While a cell whose end comes
+  by count (cell_ends.py) waits for its reply, each of the two readers watches both sockets,
+  and the IOPub reader hands nbclient the cell's idle status once its outputs are all in.
 """
 
 from __future__ import annotations
