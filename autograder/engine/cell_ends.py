@@ -32,6 +32,8 @@ import time
 from collections import deque
 from typing import Any
 
+from autograder.engine.kernel_messaging import parse_date
+
 COUNT_OUTPUTS = "hooklab_count_outputs"  # in an execute request's metadata: end it by count
 OUTPUTS_SENT = "hooklab_outputs_sent"  # in its reply's metadata: {"count": n, "idle": time}
 QUIET_SECONDS = 2.0  # under nbclient's iopub_timeout (4 s), which nbgrader makes an error
@@ -198,8 +200,6 @@ class CellEnds:
             self._end(request)
 
     def _end(self, request: str) -> None:
-        from autograder.engine.kernel_messaging import parse_date
-
         _, idle, reply, _ = self.expected.pop(request)
         self.delivered.pop(request, None)
         header = dict(reply["header"], msg_id=f"{reply['header'].get('msg_id')}-idle")

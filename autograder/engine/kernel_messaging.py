@@ -41,7 +41,8 @@ and the idle status that ends a grading worker's cells (cell_ends.py):
   kernel queues up to IOPUB_QUEUE messages per client, in its own memory (under its limits).
 * ipykernel sleeps 0.5 ms before every execute_reply, a guard for clients that stop reading
   outputs when the reply comes. nbclient reads them until the kernel's idle status, which comes
-  after every output of the cell either way, so the kernels here do not sleep.
+  after every output of the cell either way (for a grading worker's cells: until every
+  counted output is in, cell_ends.py), so the kernels here do not sleep.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ from datetime import datetime
 from typing import Any
 
 from jupyter_client import jsonutil
-
-from autograder.engine import cell_ends
 
 
 def parse_date(text: str | None) -> Any:
@@ -267,10 +266,12 @@ def write_unsent_times(cell, execute_reply) -> None:
     execution count that nbclient gives the cell from its execute_input (nbgrader's autograded
     notebooks number every cell that ran, not only those with a result)."""
     unsent = (execute_reply or {}).get("metadata", {}).get(UNSENT_TIMES)
-    if isinstance(unsent, dict) and isinstance(unsent.get(UNSENT_COUNT), int):
+    if not isinstance(unsent, dict):
+        return
+    if isinstance(unsent.get(UNSENT_COUNT), int):
         cell["execution_count"] = unsent[UNSENT_COUNT]
     timing = cell.get("metadata", {}).get("execution")
-    if isinstance(unsent, dict) and isinstance(timing, dict):
+    if isinstance(timing, dict):
         from nbclient.client import timestamp  # not at the top: kernels import this module too
 
         for key in _ANNOUNCEMENTS:
@@ -280,6 +281,8 @@ def write_unsent_times(cell, execute_reply) -> None:
 
 
 def install() -> None:
+    from autograder.engine import cell_ends  # which imports this module (parse_date)
+
     _announce_cells_in_their_reply()
     cell_ends.install_in_kernel()  # after the line above: it wraps the same status method
     _serve_shell_on_main_thread()
