@@ -126,16 +126,19 @@ def test_a_flood_of_outputs_arrives_whole_and_its_cell_ends_at_once(tmp_path):
     assert float(ran.cells[2].outputs[0].text) < QUIET_SECONDS
 
 
-def test_a_forked_childs_output_is_counted_with_its_cells(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_a_forked_childs_output_is_counted_with_its_cells(tmp_path, monkeypatch, sandbox):
     # ipykernel forwards what a forked child prints as it arrives, not through Session.send; a
-    # reply that did not count it ended some cells before the parent's own output was in.
-    # Without the sandbox: its kernels have no loopback network, which the forwarding uses.
+    # reply that did not count it ended some cells before the parent's own output was in. The
+    # forwarding goes over TCP on 127.0.0.1: a sandboxed kernel has a loopback of its own for
+    # it (without one, the child's output was lost and each cell took about 6 s).
     from autograder.engine.zygote_client import Zygote
 
     speedups.install()
-    monkeypatch.setenv("HOOKLAB_SANDBOX", "off")
+    monkeypatch.setenv("HOOKLAB_SANDBOX", sandbox)
     zygote = Zygote()
     monkeypatch.setattr(Zygote, "_current", zygote)
+    assert zygote.info["sandboxed"] == (sandbox == "bwrap"), zygote.weaker
     setup = "import multiprocessing\ndef child():\n    print('child', flush=True)"
     cell = (
         "process = multiprocessing.get_context('fork').Process(target=child)\n"

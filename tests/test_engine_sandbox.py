@@ -351,6 +351,35 @@ def test_a_trivial_notebook_in_a_sandboxed_kernel(tmp_path):
     assert "home" not in top and "var" not in top and "run" not in top
 
 
+def test_a_sandboxed_kernels_network_is_a_loopback_of_its_own(tmp_path, loopback_server):
+    # ipykernel forwards a forked child's output over its loopback (tests/test_cell_ends.py);
+    # the grader's loopback, on the same address, stays out of reach (and the attacks above).
+    from autograder.engine.execute import execute_notebook
+
+    code = f"""import socket
+print(socket.if_nameindex())
+own = socket.create_server(("127.0.0.1", 0))
+socket.create_connection(own.getsockname(), 3).sendall(b"hello")
+print(own.accept()[0].recv(5))
+for address in [("127.0.0.1", {loopback_server.getsockname()[1]}), ("1.1.1.1", 53)]:
+    try:
+        socket.create_connection(address, 3)
+    except OSError as error:
+        print(address[0], type(error).__name__)
+"""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    executed = nbformat.reads(execute_notebook(nbformat.writes(nb), str(tmp_path)).notebook, 4)
+    printed = "".join(o.get("text", "") for o in executed.cells[0].outputs).splitlines()
+    assert printed == [
+        "[(1, 'lo')]",
+        "b'hello'",
+        "127.0.0.1 ConnectionRefusedError",
+        "1.1.1.1 OSError",  # "Network is unreachable": no route out
+    ], executed.cells[0].outputs
+    with pytest.raises(BlockingIOError):
+        loopback_server.accept()
+
+
 def test_a_template_that_cannot_isolate_kernels_is_replaced_and_says_why(monkeypatch, capfd):
     # A sandboxed zygote first isolates a do-nothing kernel, before it listens. Here it starts
     # without bwrap (`env` in its place) and must show a folder that does not exist, so that

@@ -3,21 +3,24 @@
 For each kernel the zygote enters a new pid namespace just long enough to spawn a placeholder
 init (`sleep`, pid 1; when it dies, everything in the namespace dies) and to fork the kernel
 (pid 2, still the zygote's own child, so one fork per kernel as without the sandbox). The kernel
-then, before any student code: enters new mount, IPC and network namespaces; mounts a private
+then, before any student code: enters new mount and IPC namespaces; mounts a private
 size-limited /tmp (its home and working folder), a private /dev/shm, an empty folder over the
 zygote's run folder with only its own folder (connection file, ipc sockets) shown again, the
 folders of the Python environment and the package that these hide (a checkout in /tmp) shown
 again read-only, and a /proc that shows its own pid namespace only; becomes an unprivileged
 user (nobody when the grader is root) in a user namespace of its own (so RLIMIT_NPROC counts
-this kernel's processes only, and applies even to a mapped root); and drops all capabilities.
+this kernel's processes only, and applies even to a mapped root); enters a network namespace
+of that user namespace, with nothing in it but its own loopback; and drops all capabilities.
 When the kernel ends, the zygote kills its init, and so every process it left behind.
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import signal
+import socket
 import struct
 import sys
 from collections.abc import Callable
@@ -27,6 +30,7 @@ CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
 MS_PRIVATE = 1 << 18
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # capset(2) has no libc wrapper; its number per architecture (elsewhere the self-test fails and
 # the grader falls back, loudly, to limits only).
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
@@ -104,9 +108,21 @@ def _private_mounts(
         os.close(fd)
 
 
+def _own_loopback() -> None:
+    """A network namespace with only a loopback interface, up. Nothing outside the kernel is
+    reachable through it; ipykernel needs it to forward what a forked child prints (over TCP on
+    127.0.0.1), which is otherwise lost, each message stalling the child for zmq's linger."""
+    _check(_libc.unshare(CLONE_NEWNET), "unshare network namespace")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as any_socket:
+        request = struct.pack("16sH22x", b"lo", 0)  # struct ifreq: a name, then the flags
+        flags = struct.unpack_from("16sH", fcntl.ioctl(any_socket, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(any_socket, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+
 def _become_unprivileged(uid: int | None) -> None:
     """In the kernel: a /proc of its own pid namespace, a non-root user (when `uid` is given),
-    a user namespace of its own, no capabilities, no way to gain any."""
+    a user namespace of its own and a network namespace of that one, no capabilities, no way
+    to gain any."""
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if uid is not None:
         os.setgroups([])
@@ -120,6 +136,9 @@ def _become_unprivileged(uid: int | None) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
     _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
+    # Here, and only until the capabilities go, the kernel may configure a network namespace
+    # owned by its new user namespace (the grader's, or the zygote's, it may not).
+    _own_loopback()
     _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
@@ -164,7 +183,7 @@ def isolate_self(request: dict) -> None:
     os.close(_own_pid_namespace)
     uid = request.get("kernel_uid")
     owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
     where = request["kernel_dir"], request["run_dir"], int(request["scratch_mb"])
     _private_mounts(*where, *owner, request.get("shown", []))
     _become_unprivileged(uid)

@@ -4,8 +4,9 @@ machine, the bwrap command that runs the zygote inside it, and the environment k
 The zygote runs in bubblewrap with a read-only view made of the system directories, the Python
 environment and the autograder package only (no course, no home, no gradebook), its own /tmp,
 no network and its own process, IPC and host-name namespaces. Each kernel it forks then gets
-namespaces of its own on top (see isolation.py). Where bubblewrap is missing or fails, kernels
-run with resource limits only, and `Zygote.weaker` says so in every result.
+namespaces of its own on top, a network one with only its own loopback (see isolation.py).
+Where bubblewrap is missing or fails, kernels run with resource limits only, and
+`Zygote.weaker` says so in every result.
 """
 
 from __future__ import annotations
