@@ -100,17 +100,21 @@ def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
 
     As root, bwrap runs privileged (no user namespace of its own) and keeps for the zygote the
     capabilities it needs to give each kernel namespaces, then a non-root user, and to signal it;
-    otherwise it runs in a user namespace where the zygote is root (untested here: CI is root).
+    otherwise it runs in a user namespace where the zygote is root, with CAP_SETFCAP too: since
+    Linux 5.12 only a process that could set file capabilities may map root (the zygote's uid)
+    into the user namespace it makes, as each kernel does.
     """
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
     command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net"]
     command += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    capabilities = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
     if os.geteuid() != 0:
         command += ["--unshare-user", "--uid", "0", "--gid", "0"]
+        capabilities.append("CAP_SETFCAP")
     command += ["--cap-drop", "ALL"]
-    for capability in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"):
+    for capability in capabilities:
         command += ["--cap-add", capability]
     command += ["--tmpfs", "/"]
     for folder in SYSTEM_DIRS:
