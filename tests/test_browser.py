@@ -137,7 +137,8 @@ RUN_ENDED = "prompt => prompt.hooklabSeen.includes('[*]:') && prompt.textContent
 
 
 def run_cells(page, first_id: str, last_id: str, attempts: int = 3) -> None:
-    """Shift+Enter from one cell down to another, each cell run to its end before the next.
+    """Shift+Enter from one code cell down to another (code cells all), each run to its end
+    before the next.
 
     A cell whose request reaches the kernel while it is still aborting what Run All queued behind
     an error is aborted too (ipykernel's stop_on_error; its prompt goes back to "[ ]:"): on a busy

@@ -136,8 +136,8 @@ def _become_unprivileged(uid: int | None) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
     _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
-    # Here, and only until the capabilities go, the kernel may configure a network namespace
-    # owned by its new user namespace (the grader's, or the zygote's, it may not).
+    # Only a network namespace owned by this new user namespace is one the kernel may set up
+    # (it has no CAP_NET_ADMIN over the zygote's), and only until its capabilities go.
     _own_loopback()
     _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
