@@ -77,6 +77,9 @@ def test_a_grader_that_is_not_root_gets_the_sandbox(home):
     reach = _as_nobody([sys.executable, "-c", "import autograder, torch"], home)
     if reach.returncode != 0:
         pytest.skip(f"nobody cannot run this checkout's Python: {reach.stderr[-300:]}")
+    namespaces = _as_nobody(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"], home)
+    if namespaces.returncode != 0:  # e.g. unprivileged user namespaces turned off on this host
+        pytest.skip(f"bwrap cannot run here as a user that is not root: {namespaces.stderr}")
     code = KERNEL.format(home=str(home))
     done = _as_nobody([sys.executable, "-c", GRADER, code, str(home)], home, timeout=300)
     # With the sandbox required, a zygote that cannot isolate a kernel is an error, not a
