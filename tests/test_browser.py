@@ -92,7 +92,10 @@ def cell_index(cell_id: str, assignment: str = ASSIGNMENT) -> int:
 
 
 def cell(page, cell_id: str, assignment: str = ASSIGNMENT):
-    index = cell_index(cell_id, assignment)
+    return cell_at(page, cell_index(cell_id, assignment))
+
+
+def cell_at(page, index: int):
     return page.locator(f".jp-Notebook-cell[data-windowed-list-index='{index}']")
 
 
@@ -145,7 +148,7 @@ def run_cells(page, first_id: str, last_id: str, attempts: int = 3) -> None:
     machine the browser can be that quick. Such a cell is run again.
     """
     for index in range(cell_index(first_id), cell_index(last_id) + 1):
-        target = page.locator(f".jp-Notebook-cell[data-windowed-list-index='{index}']")
+        target = cell_at(page, index)
         prompt = target.locator(".jp-InputPrompt")
         seen = []
         for _ in range(attempts):

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from warm_client import warm_client
 
+from autograder import notebooks
 from autograder.engine import speedups
 from autograder.engine.cell_ends import COUNT_OUTPUTS, OUTPUTS_SENT, QUIET_SECONDS, CellEnds
 from autograder.engine.execute import execute_notebook
@@ -70,13 +71,7 @@ def test_a_cell_whose_outputs_were_lost_ends_after_a_quiet_spell():
 
 
 def _notebook(sources: list[str]) -> str:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    return nbformat.writes(nb)
+    return nbformat.writes(notebooks.new_notebook([nbformat.v4.new_code_cell(s) for s in sources]))
 
 
 def test_a_warm_kernel_counts_instead_of_going_idle_only_when_asked(tmp_path):

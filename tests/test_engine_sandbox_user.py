@@ -23,9 +23,9 @@ NOBODY = 65534
 GRADER = """
 import json, sys
 import nbformat
+from autograder import notebooks
 from autograder.engine.execute import execute_notebook
-nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(sys.argv[1])])
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+nb = notebooks.new_notebook([nbformat.v4.new_code_cell(sys.argv[1])])
 ran = nbformat.reads(execute_notebook(nbformat.writes(nb), sys.argv[2]).notebook, 4)
 print(json.dumps(ran.cells[0].outputs))
 """

@@ -30,6 +30,8 @@ class WarmKernelClient(AsyncKernelClient):
     has delivered the idle status of a kernel_info request: everything the kernel published
     before that has arrived too (nbclient ignores any message that is not about its request)."""
 
+    _cell_ends: CellEnds | None = None  # set by end_cells_by_count
+
     async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout or 60)
         while True:
@@ -96,7 +98,7 @@ class WarmKernelClient(AsyncKernelClient):
 
     def execute(self, code: str, *args: Any, **kwargs: Any) -> str:
         """jupyter_client's execute, asking a warm kernel to end the cell by count."""
-        ends = getattr(self, "_cell_ends", None)
+        ends = self._cell_ends
         if ends is None:
             return super().execute(code, *args, **kwargs)
         metadata = self.session.metadata
