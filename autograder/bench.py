@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autograder import course, gradebook, notebooks
-from autograder.engine.settings import DEFAULT_JOBS
+from autograder.grade.settings import DEFAULT_JOBS
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
 NAMED = ("all_correct", "seed001_answers", "blank")

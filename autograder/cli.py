@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from autograder import course
-from autograder.engine import collector
-from autograder.engine.settings import DEFAULT_JOBS, start_kernel_template
+from autograder.grade import collector
+from autograder.grade.settings import DEFAULT_JOBS, start_kernel_template
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
@@ -74,7 +74,7 @@ def demo(args: argparse.Namespace) -> int:
 def _engine_autograde():
     """The engine's autograde, imported (torch and nbgrader with it) with the collector paused."""
     with collector.paused_for_imports():
-        from autograder.engine.run import autograde
+        from autograder.grade.run import autograde
 
     return autograde
 

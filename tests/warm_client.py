@@ -2,7 +2,7 @@
 
 import contextlib
 
-from autograder.engine.warm_kernel import WarmKernelManager
+from autograder.grade.kernels.provisioner import WarmKernelManager
 
 
 @contextlib.asynccontextmanager

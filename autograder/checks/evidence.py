@@ -5,7 +5,7 @@ A check runs in the student's kernel, so its verdict can be forged there (a patc
 on it, a passing check also emits its *evidence*: plain data (tensors, lists, dicts, numbers,
 strings) recording what the student's code produced, as a display output with the private
 mimetype MIMETYPE. After execution, in the verifier process (one student code never runs in),
-autograder/engine/verify.py decodes it (`decode`: JSON, tensors as dtype, shape and raw bytes;
+autograder/grade/worker/verify.py decodes it (`decode`: JSON, tensors as dtype, shape and raw bytes;
 nothing else is accepted), rebuilds the inputs from the same seed, recomputes the expected
 values with torch itself and compares (trusted.py).
 
@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from autograder.engine.verifier_client import EVIDENCE_MIMETYPE as MIMETYPE
+from autograder.grade.verifier.client import EVIDENCE_MIMETYPE as MIMETYPE
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """Trusted verifiers: the grader's second opinion on a passing check, from its evidence.
 
-They run only in the verifier process (autograder/engine/verifier_process.py, for the grading
+They run only in the verifier process (autograder/grade/verifier/process.py, for the grading
 workers' verify.py), never in a student's kernel, so nothing the student's code did to its own
 process reaches them. Each one rebuilds the check's inputs from the seed, recomputes the
 expected values with torch and compares them with what the evidence says the student's code

@@ -2,7 +2,7 @@
 
 They live here rather than in the notebooks, so that a student sees one hint per click instead
 of all of them in the cell's source. A hint guides; it never contains a line of the solution
-(tests/test_widgets.py checks that against the solution notebooks).
+(tests/widgets/test_widgets.py checks that against the solution notebooks).
 """
 
 HINTS: dict[str, list[str]] = {

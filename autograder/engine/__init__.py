@@ -1,1 +1,0 @@
-"""The grading engine: a parallel, warm-kernel drop-in for `nbgrader autograde`."""

@@ -1,0 +1,1 @@
+"""The grading process: staging, nbgrader's bookkeeping and the gradebook writes."""

@@ -1,0 +1,343 @@
+"""Grade a batch: discover submissions; for each, this process (the only gradebook user) does
+nbgrader's bookkeeping while workers, here or on a Dask cluster, sanitize, execute and score its
+notebooks (pipeline.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fnmatch
+import json
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.api import MissingEntry
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from autograder.grade import collector
+from autograder.grade.grader.converter import EngineAutograde
+from autograder.grade.grader.inspect_submission import submission_problems
+from autograder.grade.grader.snapshot import GradebookSnapshot
+from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
+from autograder.grade.sandbox.limits import Limits
+from autograder.grade.settings import load_config
+from autograder.grade.worker.execute import TRUNCATED
+from autograder.grade.worker.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
+from autograder.grade.worker.verify import course_secret
+
+Dispatch = Callable[[NotebookJob], NotebookResult]
+
+
+@dataclass
+class SubmissionResult:
+    student: str
+    assignment: str
+    status: str  # graded | failed | skipped (already graded, no --force)
+    seconds: float
+    # Why it failed, or what went wrong in a graded one (timed-out cells, MemoryError, cut
+    # output, a notebook that is not the released one): plain sentences joined by "; ".
+    message: str = ""
+    kernel_peak_rss_mb: float | None = None
+
+
+def submitted_students(coursedir: CourseDirectory, assignment: str, pattern: str) -> list[str]:
+    """Students with a submitted/<student>/<assignment>/ folder, filtered like nbgrader's
+    --student (a glob)."""
+    folder = Path(coursedir.root) / coursedir.submitted_directory
+    found = [p.parent.name for p in folder.glob(f"*/{assignment}") if p.is_dir()]
+    return sorted(s for s in found if fnmatch.fnmatchcase(s, pattern))
+
+
+def plain_config(config: Config) -> dict:
+    """The course config as plain nested dicts, to send to workers."""
+    return {name: dict(section) for name, section in config.items() if isinstance(section, dict)}
+
+
+@contextlib.contextmanager
+def local_workers(
+    jobs: int, sandbox: dict | None = None, modules: list[str] | None = None
+) -> Iterator[Dispatch]:
+    """Worker processes on this machine that grade notebooks, sharing one zygote.
+
+    They are forked before any grading thread exists (fork copies only the calling thread), and
+    they keep nbconvert's and nbclient's work off this process, whose single core then serves
+    nbgrader's bookkeeping for every submission.
+    """
+    zygote = Zygote.current(sandbox)
+    os.environ[ZYGOTE_ENV] = zygote.path
+    # The template imports every batch's modules while this process warms up and the first
+    # notebooks run, rather than when each batch's first notebook asks (the cores would idle).
+    zygote.preload_soon(modules or [])
+    # warm_up imports IPython (to find the kernel spec). The pause ends by freezing what this
+    # process holds: the workers' garbage collections then skip the (many) objects they
+    # inherit, which would otherwise cost time in every full collection and copy the shared
+    # pages they sit on.
+    with collector.paused_for_imports():
+        warm_up()  # here, once, instead of in every worker on its first notebook
+    context = multiprocessing.get_context("fork")
+    workers = ProcessPoolExecutor(
+        max_workers=max(1, jobs),
+        mp_context=context,
+        initializer=_end_with_grader,
+        initargs=(os.getpid(),),
+    )
+    with workers as pool:
+        # The first task starts every worker (fork start method), from this thread, before the
+        # grading threads exist.
+        pool.submit(int).result()
+        yield lambda job: pool.submit(grade_notebook, job).result()
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_grader(grader: int) -> None:
+    """In a worker, first: have Linux kill it when the grading process ends. A worker waits for
+    its next notebook on a pipe whose writing end every worker holds too, so after a grader
+    killed with SIGKILL (or by the OOM killer) the workers would wait, and hold their memory,
+    for good. Linux sends the signal when the thread that forked the worker ends: here the one
+    that entered local_workers, which outlives the pool."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: no prctl
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != grader:  # it ended before the signal was asked for
+        os._exit(1)
+
+
+def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
+    """Grade the submissions of several batches (assignments of one course) with one set of
+    workers: they and the kernel template start once, and the cores stay busy from the first
+    submission to the last instead of idling at the end of each assignment. Submissions are
+    taken in order, batch by batch; results are yielded as they finish."""
+    if not batches:
+        return
+    first = batches[0]
+    if first.dispatch is None and not first.scheduler:
+        # The kernel template starts importing torch now, while the batches read their
+        # gradebooks: kernels wait for it, so it is the start-up's longest path.
+        Zygote.current(first.config.WarmKernelManager.get("sandbox"))
+    lock = threading.Lock()  # one gradebook: its bookkeeping is serialized across batches too
+    for batch in batches:
+        batch.prepare()
+        batch.gradebook_lock = lock
+    with contextlib.ExitStack() as stack:
+        dispatch = first.dispatch
+        if dispatch is None and first.scheduler:
+            from autograder.grade.cluster import dask_workers
+
+            dispatch = stack.enter_context(dask_workers(first.scheduler))
+        elif dispatch is None:
+            sandbox = first.config.WarmKernelManager.get("sandbox")
+            # In the order the batches are graded: the template imports them in this order.
+            modules = list(dict.fromkeys(m for batch in batches for m in batch.preload))
+            dispatch = stack.enter_context(local_workers(jobs, sandbox, modules))
+        borrowing = [batch for batch in batches if batch.dispatch is None]
+        for batch in borrowing:
+            batch.dispatch = dispatch
+        # Handed back when the workers stop, so that a later run starts its own.
+        stack.callback(lambda: [setattr(batch, "dispatch", None) for batch in borrowing])
+        # More grading threads than workers, so a worker never waits for bookkeeping.
+        threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
+        yield from _stage_ahead(batches, threads)
+
+
+def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[SubmissionResult]:
+    """Stage every submission (nbgrader's bookkeeping, which needs no kernel), one after another
+    in order, on a thread of its own, and hand each to `threads` to grade as soon as it is
+    staged; yield results as they finish. Staging runs ahead of grading: most of it is done
+    while the kernel template is still importing torch and this process's core would idle,
+    instead of later, between kernels."""
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    stopping = threading.Event()
+
+    def stage_in_order() -> None:
+        for batch in batches:
+            for student in batch.students:
+                if stopping.is_set():  # the caller stopped taking results
+                    return
+                staged = batch.stage(student)
+                if isinstance(staged, SubmissionResult):
+                    done: Future = Future()
+                    done.set_result(staged)
+                    finished.put(done)
+                else:
+                    threads.submit(batch.finish, staged).add_done_callback(finished.put)
+
+    def report_crash(stager: Future) -> None:
+        if stager.exception() is not None:  # a bug: raised where the caller takes results
+            finished.put(stager)
+
+    total = sum(len(batch.students) for batch in batches)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hooklab-staging") as staging:
+        staging.submit(stage_in_order).add_done_callback(report_crash)
+        try:
+            for _ in range(total):
+                yield finished.get().result()
+        finally:
+            stopping.set()
+
+
+@dataclass
+class Staged:
+    """A submission whose bookkeeping is done (Batch.stage): its notebooks are next."""
+
+    student: str
+    converter: EngineAutograde
+    source: Path  # submitted/<student>/<assignment>
+    seconds: float = 0.0  # spent staging it
+
+
+class Batch:
+    """One `autograde` run over the submissions of one assignment."""
+
+    def __init__(
+        self,
+        root: Path,
+        assignment: str,
+        *,
+        students: str = "*",
+        force: bool = False,
+        db_url: str | None = None,
+        dispatch: Dispatch | None = None,
+        scheduler: str | None = None,
+    ) -> None:
+        self.config = load_config(root, db_url)
+        self.coursedir = CourseDirectory(config=self.config)
+        self.coursedir.assignment_id = assignment
+        self.assignment, self.force = assignment, force
+        self.students = submitted_students(self.coursedir, assignment, students)
+        self.dispatch, self.scheduler = dispatch, scheduler
+        self.gradebook_lock = threading.Lock()
+        self.plain_config = plain_config(self.config)
+        self.snapshot: GradebookSnapshot | None = None
+        self.preload: list[str] = []
+        self.secret = course_secret(root, self.config.Verify.get("secret", ""))
+
+    def prepare(self) -> None:
+        """Read the assignment's gradebook snapshot (once) and what its notebooks import."""
+        if self.snapshot is not None:
+            return
+        try:
+            self.snapshot = GradebookSnapshot.read(self.coursedir.db_url, self.assignment)
+            self.preload = self.snapshot.imported_modules()
+        except MissingEntry:
+            self.snapshot = None  # each submission then fails with nbgrader's own message
+
+    def run(self, jobs: int) -> Iterator[SubmissionResult]:
+        """Grade every submission; yields results as they finish (in completion order)."""
+        return run_batches([self], jobs)
+
+    def stage(self, student: str) -> Staged | SubmissionResult:
+        """What nbgrader does for a submission before its notebooks are graded: the destination
+        folder (here a staging folder), the student and submission records, the copied course
+        files. A result instead when it is skipped (graded before, no --force) or fails; never
+        raises."""
+        start = time.perf_counter()
+        converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
+        converter.force = self.force
+        source = Path(converter._format_source(self.assignment, student))
+        converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
+        staged = Staged(student, converter, source)
+        try:
+            with self.gradebook_lock:
+                if not converter.init_destination(self.assignment, student):
+                    return SubmissionResult(student, self.assignment, "skipped", 0.0)
+                converter.start_staging(self.assignment, student)
+                converter.init_assignment(self.assignment, student)
+        except Exception as error:  # one submission never stops the batch
+            return self._failed(staged, error, time.perf_counter() - start)
+        staged.seconds = time.perf_counter() - start
+        return staged
+
+    def finish(self, staged: Staged) -> SubmissionResult:
+        """Grade a staged submission's notebooks and record them, then put its autograded
+        folder in place; never raises."""
+        start = time.perf_counter()
+        converter, student = staged.converter, staged.student
+        try:
+            results = [
+                self._grade_notebook(converter, student, notebook)
+                for notebook in converter.notebooks
+            ]
+            with self.gradebook_lock:
+                converter.set_permissions(self.assignment, student)
+                converter.finish_staging(self.assignment, student)
+        except Exception as error:  # one submission never stops the batch
+            return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
+        notes = submission_problems(staged.source, self.assignment)
+        notes += [note for result in results for note in self._execution_notes(result)]
+        peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
+        return SubmissionResult(
+            student,
+            self.assignment,
+            "graded",
+            staged.seconds + time.perf_counter() - start,
+            "; ".join(notes),
+            max(peaks) if peaks else None,
+        )
+
+    def _failed(self, staged: Staged, error: Exception, seconds: float) -> SubmissionResult:
+        staged.converter.discard(self.assignment, staged.student)
+        message = self._explain(error, staged.source)
+        return SubmissionResult(staged.student, self.assignment, "failed", seconds, message)
+
+    def _grade_notebook(
+        self, converter: EngineAutograde, student: str, notebook: str
+    ) -> NotebookResult:
+        """One notebook: a worker grades it, then this process records it (under the lock)."""
+        resources = converter.notebook_resources(notebook)
+        destination = converter.destination(self.assignment, student)
+        # The kernel's working folder, as in nbgrader (whose sanitize pass has written it by now).
+        destination.mkdir(parents=True, exist_ok=True)
+        job = NotebookJob(
+            text=Path(notebook).read_bytes().decode("utf-8"),
+            resources={"nbgrader": dict(resources["nbgrader"])},
+            snapshot=self.snapshot,
+            config=self.plain_config,
+            cwd=str(destination),
+            preload=self.preload,
+            secret=self.secret,
+        )
+        result = self.dispatch(job)
+        with self.gradebook_lock:
+            converter.save(resources, result)
+        return result
+
+    def _explain(self, error: Exception, source: Path) -> str:
+        """Why a submission failed, in plain words where the cause is known."""
+        problems = submission_problems(source, self.assignment)
+        return "; ".join(problems) if problems else _describe(error)
+
+    def _execution_notes(self, result: NotebookResult) -> list[str]:
+        """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
+        timeout = self.config.Execute.get("timeout", 30)
+        memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
+        executed = json.loads(result.output)
+        notes = [result.weaker] if result.weaker else []  # no sandbox: say it every time
+        notes += [f"{result.death}; the cells after it were not run"] if result.death else []
+        notes += executed.get("metadata", {}).get("hooklab", {}).get("flags", [])
+        for cell in executed.get("cells", []):
+            name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+            outputs = cell.get("outputs", [])
+            errors = {o.get("ename") for o in outputs if o.get("output_type") == "error"}
+            if "CellTimeoutError" in errors:
+                notes.append(f"cell {name} timed out after {timeout} s and was interrupted")
+            if "MemoryError" in errors:
+                notes.append(f"cell {name} ran out of memory (MemoryError, limit {memory} MiB)")
+            if any(TRUNCATED[:20] in "".join(o.get("text", "")) for o in outputs):
+                notes.append(f"cell {name} printed too much; its output was cut")
+        return notes
+
+
+def _describe(error: BaseException) -> str:
+    lines = traceback.format_exception_only(type(error), error)
+    return lines[-1].strip()[:500]

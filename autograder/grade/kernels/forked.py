@@ -1,0 +1,199 @@
+"""The kernels a template (zygote.py) forks: each one becomes a real ipykernel within its resource
+limits; the template keeps track of them (signals, wall-clock limits, how each ended) and forks
+the trusted verifiers' process too."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+
+from autograder.grade.kernels import warmup as template_warmup
+from autograder.grade.sandbox import isolation
+from autograder.grade.sandbox.limits import Limits
+from autograder.grade.speedups import kernel_command_line
+
+
+def _become_kernel(request: dict) -> None:
+    """In the forked child: turn into an ipykernel started exactly as `cmd` asks, within the
+    resource limits the request gives."""
+    os.setsid()  # its own process group, so signals to the kernel reach its children too
+    Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    from ipykernel import kernelapp
+    from zmq.utils.garbage import gc as zmq_garbage
+
+    from autograder.grade.speedups import kernel_messaging
+
+    # pyzmq starts this thread on the first large zero-copy message (an image, evidence): after
+    # a fork bomb has used up the kernel's process limit it could not, and the message would go
+    # out half-sent, corrupting the next one. Started here, before any notebook code runs.
+    zmq_garbage.start()
+    argv = kernel_command_line.kernel_argv(request["cmd"])
+    sys.argv = ["ipykernel_launcher", *argv]
+    app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
+    app.initialize(argv)
+    kernel_messaging.drop_unheard_log_records(app.log)
+    app.start()
+
+
+@dataclass
+class _Kernel:
+    init: int | None  # pid 1 of its pid namespace, when sandboxed
+    deadline: float | None  # time.monotonic() after which it is killed
+    wall_seconds: int | None
+    reason: str = ""  # why the zygote killed it, if it did
+
+
+class Kernels:
+    """The kernels this zygote started (its children), by pid: signals, wall-clock limits, and
+    how each one ended."""
+
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.running: dict[int, _Kernel] = {}
+        self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
+        self.ended: dict[int, tuple[int, float, float, str]] = {}
+        self.verifier: int | None = None  # the pid of the verifier process, while it runs
+
+    def start(self, request: dict, *inherited: socket.socket) -> int:
+        request = {**request, **self.config}
+        limits = Limits.from_dict(request.get("limits"))
+
+        def close_inherited() -> None:
+            for sock in inherited:
+                sock.close()
+
+        init = None
+        template_warmup.list_loaded_modules()
+        kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
+        # What the kernel inherits goes to the collector's permanent generation: a kernel's full
+        # collections (frequent while it parses or builds figures) would otherwise walk torch's
+        # and matplotlib's millions of objects each time, and copy every page they sit on.
+        gc.freeze()
+        if self.config["sandboxed"]:
+            pid, init = isolation.fork_isolated(request, close_inherited, _become_kernel)
+        else:
+            pid = os.fork()
+            if pid == 0:
+                close_inherited()
+                try:
+                    _become_kernel(request)
+                finally:
+                    os._exit(0)
+        wall = limits.wall_seconds
+        deadline = time.monotonic() + wall if wall else None
+        self.running[pid] = _Kernel(init, deadline, wall)
+        if init is not None:
+            self.inits[init] = pid
+        return pid
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.verifier:  # the next "verifier" request starts another
+                self.verifier = None
+                continue
+            if pid in self.inits:  # its kernel is dead too (a pid namespace ends with its init)
+                self.running[self.inits.pop(pid)].init = None
+                continue
+            kernel = self.running.pop(pid, None)
+            if kernel is None:
+                continue
+            kill_group(pid)  # what it left in its process group
+            if kernel.init is not None:  # ends its pid namespace: nothing it started survives
+                del self.inits[kernel.init]
+                kill_group(kernel.init)
+                os.waitpid(kernel.init, 0)  # returns once every process in it is gone
+            cpu = usage.ru_utime + usage.ru_stime
+            code = os.waitstatus_to_exitcode(status)
+            self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
+
+    def verifier_path(self, path: str, inherited: list, failed: int | None = None) -> str:
+        """The socket of this template's verifier process, forked now if none runs or if the
+        running one is `failed` (which a client found not answering)."""
+        from autograder.grade.verifier import process as verifier_process  # torch: imported by now
+
+        verifier = path.removesuffix(".sock") + "-verifier.sock"
+        self.reap()
+        if failed is not None and failed == self.verifier:
+            # A verifier that was killed can close its socket before wait4 can reap it (its
+            # other threads are still exiting): waiting here, not in reap(), keeps a client
+            # from being sent back to that dead socket.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(failed, signal.SIGKILL)
+            os.waitpid(failed, 0)
+            self.verifier = None
+        if self.verifier is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(verifier)  # a verifier that died left it
+            self.verifier = verifier_process.start(listen(verifier), inherited)
+        return verifier
+
+    def stop(self) -> None:
+        """Kill every kernel still running (and what it started)."""
+        for pid, kernel in self.running.items():
+            kill_group(pid)
+            if kernel.init is not None:
+                kill_group(kernel.init)
+        self.reap()
+
+    def enforce_wall_clock(self) -> float:
+        """Kill every kernel past its wall-clock limit; seconds until the next deadline."""
+        now, wait = time.monotonic(), 1.0
+        for pid, kernel in self.running.items():
+            if kernel.deadline is None or kernel.reason:
+                continue
+            if now >= kernel.deadline:
+                kernel.reason = f"stopped at its wall-clock limit of {kernel.wall_seconds} s"
+                kill_group(pid)
+            else:
+                wait = min(wait, kernel.deadline - now)
+        return max(wait, 0.001)
+
+    def signal(self, pid: int, signum: int) -> dict:
+        if pid in self.running:
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+        return {}
+
+    def status(self, pid: int) -> dict:
+        self.reap()
+        if pid in self.ended:
+            code, maxrss, cpu, reason = self.ended[pid]
+            return {
+                "running": False,
+                "returncode": code,
+                "maxrss_mb": maxrss,
+                "cpu_s": cpu,
+                "reason": reason,
+            }
+        return {"running": True, "returncode": None, "maxrss_mb": None, "cpu_s": None}
+
+
+def kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def listen(path: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(64)
+    return server

@@ -1,0 +1,66 @@
+"""What a grading run checks before it grades anything: that the course folder exists, that the
+gradebook opens, that every assignment named is one the gradebook or the submissions know, and
+that the summary file asked for can be written.
+Each problem is one sentence (CannotGrade), which the command prints instead of a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from autograder.grade.grader.batch import submitted_students
+from autograder.grade.settings import load_config
+
+
+class CannotGrade(RuntimeError):
+    """Input a grading run cannot start with; the message says what and where."""
+
+
+def check(
+    root: Path, assignments: list[str], db_url: str | None = None, summary: Path | None = None
+) -> None:
+    """Raise CannotGrade when the run could not grade anything sensible, or could not write its
+    `summary` file at the end; else return."""
+    if not root.is_dir():
+        raise CannotGrade(f"no course folder at {root}")
+    if summary is not None and not summary.parent.is_dir():
+        raise CannotGrade(f"cannot write the summary to {summary}: no folder {summary.parent}")
+    coursedir = CourseDirectory(config=load_config(root, db_url))
+    url = coursedir.db_url
+    try:
+        with Gradebook(url, coursedir.course_id) as gradebook:
+            known = sorted(assignment.name for assignment in gradebook.assignments)
+    except (SQLAlchemyError, ImportError) as error:  # ImportError: the URL's driver is missing
+        raise CannotGrade(f"cannot open the gradebook {_shown(url)}: {_reason(error)}") from None
+    # One that only has submissions is left to fail per submission, with nbgrader's message.
+    unknown = [
+        name
+        for name in assignments
+        if name not in known and not submitted_students(coursedir, name, "*")
+    ]
+    if unknown:
+        has = ", ".join(known) or "none yet (run `nbgrader generate_assignment` first)"
+        raise CannotGrade(
+            f"no assignment {', '.join(unknown)} in the gradebook {_shown(url)} and no "
+            f"submissions of it in {Path(coursedir.root) / coursedir.submitted_directory}; "
+            f"the gradebook's assignments: {has}"
+        )
+
+
+def _shown(url: str) -> str:
+    """The URL without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _reason(error: Exception) -> str:
+    """The driver's own words (its first line), without SQLAlchemy's wrapping and links."""
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

@@ -1,0 +1,1 @@
+"""The sandbox kernels run in: bubblewrap, per-kernel namespaces, resource limits."""

@@ -1,0 +1,1 @@
+"""The grading workers: sanitize, execute, verify and score one notebook."""

@@ -1,0 +1,179 @@
+"""Run one sanitized notebook in a fresh warm kernel: the only step that runs on workers (local
+threads or Dask workers). It uses nbgrader's own Execute preprocessor, so cell execution, time-outs
+and error capture are exactly those of `nbgrader autograde`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+
+import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets.config import Config
+
+from autograder.grade.kernels.provisioner import WarmKernelManager
+from autograder.grade.kernels.template_client import Zygote
+from autograder.grade.speedups import kernel_messaging
+from autograder.grade.worker.verify import Guard
+
+# Each kernel would log "running over TCP without encryption" to the grader's terminal; the
+# kernel listens on loopback only. Its other messages (errors) still come through. As a number:
+# the name "ERROR" is turned into 40 anew each time the kernel applies its command line, and
+# each change sets its logging up again (logging.config.dictConfig, 9 times per kernel).
+KERNEL_LOG_LEVEL = f"--IPKernelApp.log_level={logging.ERROR}"
+
+
+@dataclass
+class Executed:
+    notebook: str  # the executed notebook, as JSON text
+    seconds: float
+    kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
+    weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
+
+
+OUTPUT_CAP = 1_000_000  # characters of output kept per cell; nbgrader's LimitOutput counts lines
+TRUNCATED = "[output cut by the grader: this cell printed more than {cap} characters]"
+
+
+class CappedExecute(Execute):
+    """nbgrader's Execute, keeping at most OUTPUT_CAP characters of each cell's output (errors
+    always kept), so a cell printing 50 MB does not carry 50 MB into every later step."""
+
+    def on_cell_executed(self, **kwargs):
+        # Warm kernels put the times of a cell's announcements in its reply (kernel_messaging.py).
+        kernel_messaging.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
+        super().on_cell_executed(**kwargs)
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] not in ("stream", "display_data", "execute_result"):
+            return super().output(outs, msg, display_id, cell_index)
+        used = getattr(self, "_output_used", {})
+        self._output_used = used
+        content = msg["content"]
+        size = len(content["text"]) if "text" in content else len(str(content.get("data", "")))
+        left = OUTPUT_CAP - used.get(cell_index, 0)
+        used[cell_index] = used.get(cell_index, 0) + size
+        if size <= left:
+            return super().output(outs, msg, display_id, cell_index)
+        if left > 0 and "text" in content:
+            short = {**msg, "content": {**content, "text": content["text"][:left]}}
+            super().output(outs, short, display_id, cell_index)
+        if left >= 0:  # once per cell
+            used[cell_index] = OUTPUT_CAP + 1
+            text = "\n" + TRUNCATED.format(cap=OUTPUT_CAP) + "\n"
+            header = {**msg["header"], "msg_type": "stream"}
+            note = {**msg, "header": header, "msg_type": "stream"}
+            note["content"] = {"name": "stdout", "text": text}
+            return super().output(outs, note, None, cell_index)
+        return None
+
+
+class KernelDied(RuntimeError):
+    """The kernel ended while a cell ran (a crash, os._exit, a resource limit's signal)."""
+
+
+@dataclass
+class KernelRun:
+    death: str  # "" or "kernel died (signal 11, SIGSEGV) while running cell X"
+    kernel_peak_rss_mb: float | None  # the largest peak of any kernel this process has run
+    weaker: str | None = None  # sandbox: why the kernel ran without it (None when it did)
+
+
+def run_in_warm_kernel(
+    nb: NotebookNode, cwd: str, config: Config, guard: Guard | None = None
+) -> KernelRun:
+    """Execute `nb` in place in a kernel forked from this machine's zygote, with nbgrader's Execute.
+
+    When the kernel dies, the cells run before keep their outputs (and so their points), the
+    cell that was running gets an error saying how it died, and every later graded cell an error
+    saying it was not run: nbgrader scores an unrun test cell as passed, which it must not be.
+    A cell that ignores the interrupt at its time-out ends the run the same way. With a `guard`,
+    the test cells get their seeds before and their trusted verdicts after (verify.py).
+    `cwd` is the kernel's working folder; on a worker that cannot see it, a temporary one.
+    """
+    settings = Config(config)
+    # What nbgrader sets while it executes; given to the kernel only, not to this process.
+    settings.WarmKernelManager.extra_env = {"NBGRADER_EXECUTION": "autograde"}
+    # Every cell has run and every output is in when the kernel is shut down; a graceful
+    # shutdown only adds a round trip to a kernel that is never used again.
+    settings.NotebookClient.shutdown_kernel = "immediate"
+    extra = list(settings.Execute.get("extra_arguments", []))
+    settings.Execute.extra_arguments = [*extra, KERNEL_LOG_LEVEL]
+    executor = CappedExecute(config=settings)
+    executor.kernel_manager_class = WarmKernelManager
+    running: dict = {}
+    executor.on_cell_start = lambda cell, cell_index: running.update(
+        cell=cell, index=cell_index, kernel=executor.km.provisioner.process
+    )
+    # One message fewer per cell (cell_ends.py); the kernel client is ready by then.
+    executor.on_notebook_start = lambda notebook: executor.kc.end_cells_by_count()
+    if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
+        guard.prepare(nb, executor)
+        guard.verifiers = Zygote.current().verifiers
+    death = ""
+    with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
+        path = cwd if os.path.isdir(cwd) else scratch
+        try:
+            executor.preprocess(nb, {"metadata": {"path": path}})
+        except DeadKernelError:
+            death = _death(running)
+            _mark_unrun(nb, running.get("index", -1), death)
+        except CellTimeoutError:  # interrupted at its time-out, the cell still did not stop
+            name, timeout = _cell_name(running), executor.timeout
+            death = f"cell {name} timed out after {timeout} s and ignored the interrupt"
+            _mark_unrun(nb, running.get("index", -1), death)
+    if guard is not None:
+        guard.verify(nb)
+    zygote = Zygote.current()
+    return KernelRun(death, zygote.peak_rss_mb or None, zygote.weaker)
+
+
+def execute_notebook(notebook: str, cwd: str, config: dict | None = None) -> Executed:
+    """Execute `notebook` (JSON text) in a warm kernel; raises KernelDied if the kernel died."""
+    start = time.perf_counter()
+    nb = nbformat.reads(notebook, as_version=nbformat.NO_CONVERT)
+    run = run_in_warm_kernel(nb, cwd, Config(config or {}))
+    if run.death:
+        raise KernelDied(run.death)
+    seconds = time.perf_counter() - start
+    return Executed(nbformat.writes(nb), seconds, run.kernel_peak_rss_mb, run.weaker)
+
+
+def _error(text: str) -> NotebookNode:
+    return nbformat.v4.new_output("error", ename="KernelDied", evalue=text, traceback=[text])
+
+
+def _mark_unrun(nb: NotebookNode, died_at: int, death: str) -> None:
+    if 0 <= died_at < len(nb.cells):
+        nb.cells[died_at].outputs.append(_error(death))
+    for cell in nb.cells[died_at + 1 :]:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [_error(f"not run: the {death}")]
+
+
+def _death(running: dict) -> str:
+    """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>'."""
+    how = ""
+    if running.get("kernel"):
+        status = running["kernel"].status()
+        code = status.get("returncode")
+        if status.get("reason"):  # the zygote killed it (wall-clock limit)
+            how = f" ({status['reason']})"
+        elif code is not None and code < 0:
+            how = f" (signal {-code}, {signal.Signals(-code).name})"
+        elif code is not None:
+            how = f" (exit code {code})"
+    if running.get("cell") is None:
+        return f"kernel died{how} before running any cell"
+    return f"kernel died{how} while running cell {_cell_name(running)}"
+
+
+def _cell_name(running: dict) -> str:
+    cell = running.get("cell") or {}
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id", "?")

@@ -1,0 +1,269 @@
+"""The trusted step around execution: seeds into hidden test cells before, verdicts checked after.
+
+It runs in the grading worker, a process the student's code never runs in; the checks' verifiers
+themselves run in the verifier process (verifier_process.py; in-process where torch is loaded
+anyway, as in the tests), so the worker never imports torch. Before execution,
+`Guard.prepare` writes a seed into each test cell's `check(...)` call (derived from the
+course secret, the student, the assignment and the grade id: unknown to the notebook before that
+cell runs, the same on every regrade) and records each cell's execute_reply status. After
+execution, `Guard.verify` gives each graded test cell that nbgrader would score as passed a
+second, trusted opinion, and replaces the outputs of a cell that fails it with an error output
+carrying the reason, so nbgrader's own scoring gives it zero and its feedback shows why:
+
+* a cell that never ran (the kernel exited or died first) gets zero;
+* a cell whose kernel reply says it raised, but whose error output is gone (a custom exception
+  handler, cleared output), gets zero;
+* a check with a trusted verifier (autograder/checks/trusted.py) must have left exactly one
+  evidence output; the verifier rebuilds its inputs from the seed, recomputes the expected
+  values and compares; missing, malformed or wrong evidence gives zero;
+* a check without a verifier keeps its kernel verdict unless the static scan (scan.py) found
+  tampering constructs in the submission's cells, in which case it gets zero too.
+
+Evidence outputs and the seeds are removed again, so the autograded notebook holds only what
+stock nbgrader would put there, plus the flags. The flags also go to the notebook's metadata
+(`hooklab.flags`), from which the batch reads them for the submission's message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import nbformat
+
+from autograder.grade.verifier.client import EVIDENCE_MIMETYPE as MIMETYPE
+from autograder.grade.verifier.client import Facts, LocalVerifiers
+from autograder.grade.worker.scan import Finding, scan_source
+
+FLAG = "tampering suspected"
+ENAME = "TamperingSuspected"
+CHECK_CALL = re.compile(
+    r"""check\(\s*["'](\w+)["']\s*,\s*globals\(\)\s*(,\s*hidden\s*=\s*True\s*)?\)"""
+)
+
+
+SECRET_FILE = ".hooklab-secret"  # at the course root, beside gradebook.db
+
+
+def course_secret(root: Path, configured: str = "") -> str:
+    """The secret the seeds are derived from: `c.Verify.secret` when set, else a random one kept
+    in the course root (made on first use, readable by its owner only). Kernels never see the
+    course root in the sandbox, so a submission cannot compute its seeds in advance."""
+    if configured:
+        return configured
+    path = Path(root) / SECRET_FILE
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def seed_for(secret: str, student: str, assignment: str, grade_id: str) -> int:
+    """A 63-bit seed from the course secret and what identifies the cell; stable across regrades."""
+    message = f"{assignment}\0{student}\0{grade_id}".encode()
+    digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass
+class Guard:
+    """The trusted side of one notebook's execution."""
+
+    student: str
+    assignment: str
+    secret: str = ""
+    replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
+    sources: dict[int, str] = field(default_factory=dict)  # cell index -> source before seeding
+    hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
+    # Where the checks' verifiers run: a RemoteVerifiers (the engine's workers), or this process.
+    verifiers: Any = field(default_factory=LocalVerifiers)
+
+    @classmethod
+    def for_run(cls, cwd: str, config: dict | None) -> Guard:
+        """nbgrader runs a submission in autograded/<student>/<assignment>."""
+        parts = PurePath(cwd).parts
+        secret = str(((config or {}).get("Verify") or {}).get("secret", ""))
+        student, assignment = (parts[-2], parts[-1]) if len(parts) >= 2 else ("", "")
+        return cls(student, assignment, secret)
+
+    def seed(self, grade_id: str, hidden: bool) -> int:
+        kind = "hidden" if hidden else "visible"
+        return seed_for(self.secret, self.student, self.assignment, f"{grade_id}/{kind}")
+
+    def prepare(self, nb: Any, executor: Any) -> None:
+        """Seed the hidden test cells of `nb` (in place); make `executor` report reply statuses."""
+        for index, cell in enumerate(nb.cells):
+            if not _is_test_cell(cell):
+                continue
+            self.sources[index] = cell.source
+            cell.source = CHECK_CALL.sub(self._seeded, cell.source)
+
+        nbgrader_hook = getattr(executor, "on_cell_executed", None)
+
+        def on_cell_executed(cell, cell_index, execute_reply):
+            status = execute_reply.get("content", {}).get("status", "")
+            self.replies[cell_index] = status
+            if status == "error" and not any(o.output_type == "error" for o in cell.outputs):
+                self.hidden_errors.add(cell_index)
+            if nbgrader_hook:  # nbgrader's Execute adds the reply's error when none is shown
+                nbgrader_hook(cell=cell, cell_index=cell_index, execute_reply=execute_reply)
+
+        executor.on_cell_executed = on_cell_executed
+
+    def _seeded(self, match: re.Match) -> str:
+        grade_id, hidden = match.group(1), bool(match.group(2))
+        flag = ", hidden=True" if hidden else ""
+        return f'check("{grade_id}", globals(){flag}, seed={self.seed(grade_id, hidden)})'
+
+    def verify(self, nb: Any) -> list[str]:
+        """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
+        the flags, one sentence each, also stored in nb.metadata.hooklab.flags."""
+        findings = scan_cells(nb)
+        facts = self.verifiers.facts()
+        flags = [f"{FLAG}: {finding}" for finding in findings] + layout_notes(nb, facts)
+        for finding_cell, items in _by_cell(nb, findings):
+            text = "\n".join(f"⚠ grader: {FLAG}: {f}" for f in items)
+            finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+        for index, cell in enumerate(nb.cells):
+            if index in self.sources:
+                cell.source = self.sources[index]
+            if not _is_test_cell(cell):
+                continue
+            evidence = [o for o in cell.outputs if MIMETYPE in o.get("data", {})]
+            cell.outputs = [o for o in cell.outputs if MIMETYPE not in o.get("data", {})]
+            if index in self.hidden_errors:
+                reason = "the cell raised an error, but its error output was hidden"
+            elif any(o.output_type == "error" for o in cell.outputs):
+                continue  # nbgrader scores it zero already
+            else:
+                try:
+                    reason = self._reason(index, cell, evidence, findings, facts)
+                except Exception as bug:  # never keep points the grader could not confirm
+                    name = type(bug).__name__
+                    reason = f"the grader could not verify it ({name}); tell your instructor"
+            if reason:
+                name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
+                flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
+                cell.outputs = [_flag_output(name, reason)]
+        nb.metadata.setdefault("hooklab", {})["flags"] = flags
+        return flags
+
+    def _reason(
+        self, index: int, cell: Any, evidence: list, findings: list[Finding], facts: Facts
+    ) -> str:
+        """Why a cell that shows no error must not keep its points ("" when it keeps them)."""
+        if cell.get("execution_count") is None and index not in self.replies:
+            return "this cell did not run (the kernel stopped before it)"
+        if self.replies.get(index, "ok") != "ok":
+            return "the kernel says this cell raised an error"
+        calls = [(m.group(1), bool(m.group(2))) for m in CHECK_CALL.finditer(cell.source)]
+        for grade_id, hidden in calls:
+            if (grade_id, hidden) in facts.verifiers:
+                reason = self._verify_evidence(grade_id, hidden, evidence)
+                if reason:
+                    return reason
+        # Evidence checked against the notebook's own state (which the kernel controls) is only
+        # self-consistent; only an independent verifier's pass is proof against forgery.
+        unproven = [call for call in calls if call not in facts.independent]
+        if unproven and any(finding.tampers for finding in findings):
+            return (
+                "this check's result cannot be proven outside the notebook's kernel, and the "
+                "notebook contains code that tampers with grading (see the flags)"
+            )
+        return ""
+
+    def _verify_evidence(self, grade_id: str, hidden: bool, outputs: list) -> str:
+        mine = [o.data[MIMETYPE] for o in outputs if _evidence_of(o.data[MIMETYPE], grade_id)]
+        mine = [e for e in mine if bool(e.get("hidden")) is hidden]
+        if not mine:
+            return f"the check {grade_id} left no evidence of its result (was it replaced?)"
+        if len(mine) > 1:
+            return f"the check {grade_id} left {len(mine)} pieces of evidence instead of one"
+        payload = mine[0]
+        seed = self.seed(grade_id, hidden)
+        if payload.get("seed") != seed:
+            return f"the evidence of {grade_id} is for other inputs than the grader's"
+        return self.verifiers.judge(grade_id, hidden, seed, payload)
+
+
+def scan_cells(nb: Any) -> list[Finding]:
+    """Static findings in the cells the student wrote (not the restored locked/test cells)."""
+    found = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("locked") or _is_test_cell(cell):
+            continue
+        found += scan_source(cell.source, meta.get("grade_id") or cell.get("id", "?"))
+    return found
+
+
+def layout_notes(nb: Any, facts: Facts) -> list[str]:
+    """Test cells that are missing, above their exercise, or copied into ordinary cells.
+
+    nbgrader restores test cells by grade id, keeps only the last of duplicated ids and scores a
+    missing test cell zero; these notes tell the student why. Expected test cells follow the
+    course's convention: exercise <id> has <id>_test, and <id>_hidden when it has a hidden check.
+    """
+    index = {}
+    for position, cell in enumerate(nb.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            index.setdefault(grade_id, position)
+    notes = []
+    for position, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        exercise = meta.get("grade_id")
+        if meta.get("solution") and exercise in facts.grade_ids:
+            hidden = [f"{exercise}_hidden"] if exercise in facts.hidden else []
+            tests = [f"{exercise}_test", *hidden]
+            for test in tests:
+                if test not in index:
+                    notes.append(
+                        f"test cell {test} is missing from the notebook (deleted?); it scores 0"
+                    )
+                elif index[test] < position:
+                    notes.append(f"test cell {test} was moved above its exercise {exercise}")
+        elif cell.cell_type == "code" and not meta and CHECK_CALL.search(cell.source):
+            notes.append(
+                f"cell {cell.get('id', position)} is a copy of a test cell; only the grader's own "
+                "copy of a test cell is graded"
+            )
+    return notes
+
+
+def flags_of(notebook: str) -> list[str]:
+    """The flags Guard.verify stored in an executed notebook (JSON text)."""
+    return list(json.loads(notebook).get("metadata", {}).get("hooklab", {}).get("flags", []))
+
+
+def _is_test_cell(cell: Any) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _evidence_of(payload: Any, grade_id: str) -> bool:
+    return isinstance(payload, dict) and payload.get("grade_id") == grade_id
+
+
+def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]]:
+    """The findings grouped by the cell they are in."""
+    groups: dict[int, tuple[Any, list[Finding]]] = {}
+    for index, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        mine = [f for f in findings if f.cell == (meta.get("grade_id") or cell.get("id", "?"))]
+        if mine and _is_test_cell(cell) is False:
+            groups[index] = (cell, mine)
+    return list(groups.values())
+
+
+def _flag_output(name: str, reason: str) -> Any:
+    text = f"✗ {name}: {FLAG}: {reason}. This cell scores 0."
+    return nbformat.v4.new_output("error", ename=ENAME, evalue=text, traceback=[text])

@@ -1,0 +1,65 @@
+"""jsonschema's "iri" format checks, with rfc3987_syntax loaded on demand: the same answers as
+with the real module loaded up front, and nbformat imported without building its parser."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+STRINGS = [
+    "http://example.org/ü",
+    "https://example.org/a b",
+    "::not an iri",
+    "urn:isbn:0451450523",
+    "relative/path?q=1#frag",
+    "http://[::1]:80/",
+    "http://[::1/",
+    "",
+    "%zz",
+]
+
+CHECKS = """
+import json, jsonschema
+checker = jsonschema.FormatChecker()
+print(json.dumps([[checker.conforms(s, f) for f in ("iri", "iri-reference")] for s in {strings!r}]))
+"""
+
+
+def run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_the_checks_answer_as_the_real_module_does():
+    checks = CHECKS.format(strings=STRINGS)
+    real = json.loads(run(checks))
+    on_demand = json.loads(run("import autograder\n" + checks))
+    assert on_demand == real
+    assert {tuple(answers) for answers in real} != {(True, True)}  # some strings are refused
+
+
+def test_nbformat_and_nbgrader_import_without_building_the_parser():
+    code = """
+import sys, autograder, nbformat, nbgrader.api
+from autograder.grade.speedups.iri_check_on_demand import _StandIn
+print(isinstance(sys.modules["rfc3987_syntax"], _StandIn), "lark" in sys.modules)
+"""
+    assert run(code).split() == ["True", "False"]
+
+
+def test_other_uses_load_the_real_module():
+    code = """
+import autograder, jsonschema, sys
+import rfc3987_syntax
+terms = rfc3987_syntax.RFC3987_SYNTAX_TERMS
+from rfc3987_syntax import syntax_helpers
+print(type(sys.modules["rfc3987_syntax"]).__name__, len(terms) > 10, syntax_helpers.__name__)
+"""
+    assert run(code).split() == ["module", "True", "rfc3987_syntax.syntax_helpers"]
+
+
+@pytest.mark.parametrize("first", ["jsonschema", "rfc3987_syntax"])
+def test_nothing_changes_once_the_modules_are_imported(first):
+    code = f"import {first}, autograder, sys; print(type(sys.modules['rfc3987_syntax']).__name__)"
+    assert run(code).strip() == "module"

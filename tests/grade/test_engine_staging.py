@@ -1,0 +1,80 @@
+"""Submissions are staged (nbgrader's bookkeeping) ahead of grading, on a thread of their own:
+does staging run ahead, are submissions still graded in order and each once, and does a fault
+there reach the caller?"""
+
+import threading
+import time
+
+import pytest
+from golden import make_course, submit_cases
+
+from autograder.grade.grader.batch import Batch, run_batches
+from autograder.grade.worker.pipeline import NotebookResult
+
+pytestmark = pytest.mark.nbgrader
+
+ASSIGNMENTS = ["forward_hooks", "backward_hooks"]
+CASES = ["all_correct", "blank", "seed001_answers"]
+TOTAL = len(ASSIGNMENTS) * len(CASES)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("staging-course")
+    make_course(root, ASSIGNMENTS)
+    for assignment in ASSIGNMENTS:
+        submit_cases(root, assignment, CASES)
+    return root
+
+
+def test_staging_runs_ahead_and_grading_follows_in_order_each_once(root, monkeypatch):
+    staged, jobs, ahead = [], [], []  # ahead: how many were staged when the first job came
+    real_stage = Batch.stage
+
+    def counted_stage(self, student):
+        result = real_stage(self, student)
+        staged.append((self.assignment, student))
+        return result
+
+    def dispatch(job):
+        """Grades nothing (hands the notebook back as submitted). The first job waits until
+        every submission is staged, which only happens if staging does not wait for grading."""
+        ids = job.resources["nbgrader"]
+        jobs.append((ids["assignment"], ids["student"]))
+        first, deadline = len(jobs) == 1, time.monotonic() + 30
+        while first and len(staged) < TOTAL and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if first:
+            ahead.append(len(staged))
+        return NotebookResult(output=job.text)
+
+    monkeypatch.setattr(Batch, "stage", counted_stage)
+    batches = [Batch(root, a, force=True, dispatch=dispatch) for a in ASSIGNMENTS]
+    results = list(run_batches(batches, jobs=1))
+    assert all(r.status == "graded" for r in results), [r.message for r in results]
+    expected = [(a, c) for a in ASSIGNMENTS for c in CASES]
+    assert staged == expected  # staged one after another, in order
+    assert ahead == [TOTAL]
+    assert sorted(jobs) == sorted(expected) == sorted((r.assignment, r.student) for r in results)
+    # Two grading threads (jobs=1) take them in order: a job is at most one place off.
+    assert all(abs(expected.index(job) - place) <= 1 for place, job in enumerate(jobs)), jobs
+
+
+def test_a_fault_while_staging_reaches_the_caller_instead_of_hanging(root, monkeypatch):
+    def broken(self, student):
+        raise RuntimeError("staging broke")
+
+    monkeypatch.setattr(Batch, "stage", broken)
+    batches = [Batch(root, ASSIGNMENTS[0], force=True, dispatch=lambda job: None)]
+    raised = []
+
+    def take_results():
+        try:
+            list(run_batches(batches, jobs=1))
+        except RuntimeError as error:
+            raised.append(str(error))
+
+    taker = threading.Thread(target=take_results, daemon=True)
+    taker.start()
+    taker.join(timeout=60)
+    assert raised == ["staging broke"]
