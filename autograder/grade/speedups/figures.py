@@ -1,6 +1,7 @@
 """Speed-ups for figures, installed in a kernel template (zygote.py) once it has imported
 matplotlib.pyplot, before it draws its warm-up figure and forks kernels. A kernel's figures come
-out byte for byte as in a stock kernel (tests/grade/speedups/test_kernel_speedups.py compares the PNG bytes):
+out byte for byte as in a stock kernel (tests/grade/speedups/test_kernel_speedups.py compares
+the PNG bytes):
 
 * matplotlib's fonts read the glyphs they need from their font file as they need them, each
   read a seek and a read on the open file, through Python. In the template each font file is

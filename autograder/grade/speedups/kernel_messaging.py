@@ -1,9 +1,9 @@
 """Messaging speed-ups installed in the kernel template (zygote.py) with kernel_speedups.py:
 what ipykernel and jupyter_client repeat or wait for on every message, which a kernel (and, for
 the dates, a grading worker) no longer does. A kernel sends and receives what a stock ipykernel
-does, in the same order (tests/grade/speedups/test_kernel_speedups.py compares with a stock kernel), except for
-the two announcements of an execute request that only clients showing a kernel to a person use,
-and the idle status that ends a grading worker's cells (cell_ends.py):
+does, in the same order (tests/grade/speedups/test_kernel_speedups.py compares with a stock
+kernel), except for the two announcements of an execute request that only clients showing a
+kernel to a person use, and the idle status that ends a grading worker's cells (cell_ends.py):
 
 * For every cell a stock kernel broadcasts a "busy" status and the cell's code (execute_input)
   on IOPub before it runs it. nbclient (and so nbgrader) uses them only to note when they were
