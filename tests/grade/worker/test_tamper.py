@@ -7,11 +7,10 @@ and a flag in its message."""
 
 import copy
 import tomllib
-from pathlib import Path
 
 import pytest
-from golden import answers as submission_answers
 from golden import ROOT, graded_points, make_course
+from golden import answers as submission_answers
 
 from autograder import course, gradebook, notebooks
 
