@@ -17,6 +17,9 @@ c.CourseDirectory.course_id = "hooklab"
 # rest when it is only a warning.
 c.IgnorePattern.pattern = r"(?i)\bwarn(ing)?\b|NNPACK"
 c.Execute.timeout = 60
+# A stub that does nothing instead of raising NotImplementedError: an untouched notebook then runs
+# top to bottom (Run All goes through every exercise), and each check says "not done yet".
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\n..."}
 
 # Student feedback shows each test cell's outputs (the checks' messages) but not the hidden tests'
 # code: nbgrader's own ClearHiddenTests runs on the feedback copy too (jupyter/nbgrader#917).

@@ -7,7 +7,7 @@ __all__ = ["CheckFailed", "NotDoneYet", "check"]
 # Imported on first use, not with the package: the checks import torch (seconds), and processes
 # that only use the engine (the kernel template, before it preloads) should not wait for it.
 _PROVIDERS = {
-    "check": "autograder.checks",
+    "check": "autograder.exercises.kit.notebook",
     "CheckFailed": "autograder.feedback",
     "NotDoneYet": "autograder.feedback",
 }

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import torch
 
+from autograder.i18n import _
+
 
 class CheckFailed(Exception):
-    """A check found a mistake. Its message names the mistake and shows expected vs got.
+    """A check found a mistake. Its message names the mistake, shows expected vs got and says
+    why; `fix`, the code-level fix, is shown only after the same check failed several times.
 
     IPython renders `_render_traceback_` instead of a traceback, so the student sees only the
     message, while nbgrader still sees an error output and scores the cell zero.
     """
 
-    headline = "✗ {grade_id}"
-
-    def __init__(self, message: str, *, grade_id: str = "") -> None:
+    def __init__(self, message: str, *, grade_id: str = "", fix: str = "") -> None:
         super().__init__(message)
-        self.message = message
-        self.grade_id = grade_id
+        self.message, self.grade_id, self.fix = message, grade_id, fix
+
+    def headline(self) -> str:
+        return _("✗ {grade_id}").format(grade_id=self.grade_id or "check")
 
     def __str__(self) -> str:
-        head = self.headline.format(grade_id=self.grade_id or "check")
-        return f"{head}: {self.message}"
+        return f"{self.headline()}: {self.message}"
 
     def _render_traceback_(self) -> list[str]:
         return str(self).splitlines()
@@ -30,7 +32,8 @@ class CheckFailed(Exception):
 class NotDoneYet(CheckFailed):
     """The exercise still holds its stub, or something it needs is not defined yet."""
 
-    headline = "… {grade_id} is not done yet"
+    def headline(self) -> str:
+        return _("… {grade_id} is not done yet").format(grade_id=self.grade_id or "check")
 
 
 def describe(value: object) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,8 @@ def run_notebook(
                 cell.source = test_sources[cell.id]
     run = Run()
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    # As when nbgrader runs it: an unfinished exercise is then a failure, not a notice.
+    with contextlib.redirect_stdout(out), _graded():
         for cell in nb.cells:
             if cell.get("id") == until:
                 break
@@ -79,12 +82,28 @@ def run_notebook(
     return run
 
 
+@contextlib.contextmanager
+def _graded():
+    saved = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = saved
+
+
 def _is_graded(cell) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))
 
 
 def _execute(cell, run: Run) -> None:
-    code = compile(cell.source, f"<cell {cell.id}>", "exec")
+    filename = f"<cell {cell.id}>"
+    # As IPython does, so that checks can read the source of the functions a cell defines.
+    linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
+    code = compile(cell.source, filename, "exec")
     error = None
     try:
         exec(code, run.namespace)

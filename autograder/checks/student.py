@@ -48,6 +48,10 @@ class Student:
         fn = self.get(name, hint=f"Write the function `{name}` in the solution cell above.")
         if not callable(fn):
             raise CheckFailed(f"`{name}` should be a function, but it is {type(fn).__name__}.")
+        from autograder.exercises.kit.student import is_stub  # the stub that does nothing
+
+        if is_stub(fn):
+            raise NotDoneYet(f"`{name}` is still the stub: replace it with your code.")
         return fn
 
     def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

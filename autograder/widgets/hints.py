@@ -91,16 +91,29 @@ class HintPanel:
         self.button.disabled = self.hints.exhausted
 
 
-def show_hints(grade_id: str, hints: list[str] | None = None) -> None:
-    """Show the hints of exercise `grade_id`, none revealed yet; each click reveals one more.
+def exercise_hints(grade_id: str) -> list[str]:
+    """The hints of `grade_id`'s exercise module, translated."""
+    from autograder.exercises.kit import registry
+    from autograder.i18n import _
 
-    Without `hints`, they come from autograder/widgets/hint_texts.py.
-    """
-    if hints is None:
+    if registry.notebook_of(grade_id) is None:  # not converted yet (transition)
         from autograder.widgets.hint_texts import HINTS
 
         if grade_id not in HINTS:
             raise ValueError(f"no hints are written for {grade_id!r}")
-        hints = HINTS[grade_id]
+        return HINTS[grade_id]
+    hints = getattr(registry.exercise(grade_id), "HINTS", None)
+    if not hints:
+        raise ValueError(f"no hints are written for {grade_id!r}")
+    return [_(hint) for hint in hints]
+
+
+def show_hints(grade_id: str, hints: list[str] | None = None) -> None:
+    """Show the hints of exercise `grade_id`, none revealed yet; each click reveals one more.
+
+    Without `hints`, they are the exercise module's HINTS, in the notebook's language.
+    """
+    if hints is None:
+        hints = exercise_hints(grade_id)
     state = Hints(grade_id, hints)
     frontend.show(lambda: HintPanel(state).widget, state.fallback_text())

@@ -37,6 +37,11 @@ def forget() -> None:
     _redraw()
 
 
+def record(grade_id: str, hidden: bool, outcome: str) -> None:
+    """Record the outcome of a check run: PASSED, NOT_DONE or FAILED."""
+    _record(grade_id, hidden, outcome)
+
+
 @contextlib.contextmanager
 def recording(grade_id: str, *, hidden: bool = False) -> Iterator[None]:
     """Record how the check run inside the `with` block ended: passed, or how it failed."""

@@ -1,0 +1,1 @@
+"""What every exercise module uses: the student's namespace, comparisons, evidence and judges."""

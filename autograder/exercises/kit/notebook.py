@@ -1,0 +1,109 @@
+"""`check()` as a notebook's test cells call it: the outcome of an exercise's check, shown to the
+student, and an error when the cell must score zero.
+
+In a student's own Jupyter, an unfinished exercise is a notice, not an error, so that Run All
+goes through the whole notebook; a wrong answer is an error whose message is shown as formatted
+text (code in code style, wrapping at words). When nbgrader runs the notebook (autograde or
+validate: NBGRADER_EXECUTION is set), both are errors carrying the whole message, which is what
+nbgrader scores and what its feedback shows. The code-level fix a failure carries is added only
+once the same check has failed REPEATS times in a row.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
+from autograder.feedback import CheckFailed, NotDoneYet
+from autograder.i18n import _
+from autograder.widgets import progress
+
+REPEATS = 3
+_failures: dict[tuple[str, bool], int] = {}  # failures in a row, per check
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def graded() -> bool:
+    """True when nbgrader (or hooklab) executes the notebook to grade or validate it."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def check(
+    grade_id: str,
+    namespace: MutableMapping[str, Any],
+    *,
+    hidden: bool = False,
+    seed: int | None = None,
+) -> None:
+    """Run the check for `grade_id` against a notebook's namespace (pass `globals()`)."""
+    from autograder.exercises.kit import registry
+
+    if registry.notebook_of(grade_id) is None:  # not converted yet: the old checks (transition)
+        from autograder.checks import check as old_check
+
+        return old_check(grade_id, namespace, hidden=hidden, seed=seed)
+    outcome = run_check(grade_id, namespace, hidden=hidden, seed=seed)
+    progress.record(grade_id, hidden, outcome.status)
+    key = (grade_id, hidden)
+    _failures[key] = _failures.get(key, 0) + 1 if outcome.status == FAILED else 0
+    message = outcome.message + _notes(outcome)
+    if outcome.status == PASSED:
+        print(f"✓ {grade_id}: {message}", file=sys.stdout)
+        return
+    if outcome.fix and _failures[key] >= REPEATS:
+        message += "\n" + _("This check failed {count} times in a row; here is the fix: {fix}").format(
+            count=_failures[key], fix=outcome.fix
+        )
+    kind = NotDoneYet if outcome.status == NOT_DONE else CheckFailed
+    failure = kind(message, grade_id=grade_id)
+    if graded():
+        raise failure from None
+    _show(failure)
+    if outcome.status == NOT_DONE:
+        return  # a notice: Run All goes on
+    raise _Shown(failure) from None
+
+
+class _Shown(CheckFailed):
+    """A failure whose message is already on screen: its error output is one line."""
+
+    def __init__(self, failure: CheckFailed) -> None:
+        super().__init__(failure.message, grade_id=failure.grade_id)
+
+    def _render_traceback_(self) -> list[str]:
+        return [_("✗ {grade_id}: not passed yet (see the message above)").format(
+            grade_id=self.grade_id)]
+
+
+def _notes(outcome: Outcome) -> str:
+    if not outcome.notes:
+        return ""
+    shown = "\n".join(f"  note: {line}" for line in outcome.notes)
+    return "\n" + _("(warnings while your code ran; they do not cost points)") + "\n" + shown
+
+
+def as_html(failure: CheckFailed) -> str:
+    """The message as HTML: code spans for `backticks`, line breaks kept, wrapped at words."""
+    body = _CODE.sub(r"<code>\1</code>", html.escape(failure.message)).replace("\n", "<br>")
+    colour = "#9a6700" if isinstance(failure, NotDoneYet) else "#cf222e"
+    return (
+        f"<div style='white-space:normal;overflow-wrap:break-word;line-height:1.45'>"
+        f"<b style='color:{colour}'>{html.escape(failure.headline())}</b>: {body}</div>"
+    )
+
+
+def _show(failure: CheckFailed) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(str(failure), file=sys.stdout)
+        return
+    display({"text/html": as_html(failure), "text/plain": str(failure)}, raw=True)

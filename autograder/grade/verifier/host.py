@@ -1,0 +1,285 @@
+"""The verifier: each exercise's answer cell run on its own, and its checks judged by the grader.
+
+It runs once per graded notebook, in a process of its own that the kernel template forks and
+isolates like a kernel (autograder/grade/kernels/), and that never runs student code itself:
+
+1. it runs the notebook's shared locked cells (imports, model classes, data: the instructor's
+   code, restored from the gradebook) in a fresh namespace;
+2. for each exercise it forks a child, which runs that exercise's own locked set-up cells, the
+   student's answer cell — the only student code in that process —, its locked run cells, then
+   the exercise's visible and hidden checks, seeded by the grader (kit/run.py), and sends back
+   each check's outcome and evidence as JSON;
+3. it judges every passing outcome with the exercise's `judge_visible` / `judge_hidden`, which
+   rebuild the inputs from the seed and recompute what is expected with torch.
+
+So a cell elsewhere in the notebook (a "fix" of the checks, a forged result) never reaches an
+exercise's verdict, and an answer cell can only pass by making its own checks pass on inputs
+it did not choose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import linecache
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from autograder.exercises.kit import registry
+from autograder.exercises.kit.evidence import Evidence, decode
+from autograder.exercises.kit.judge import Suspicious
+from autograder.exercises.kit.run import PASSED, Outcome, run_check
+from autograder.i18n import _, use_language
+
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # a child's outcomes and evidence; more fails the exercise
+FLAG = "tampering suspected"
+
+
+@dataclass
+class ExerciseRun:
+    """One exercise as the notebook has it: its cells' sources and the checks to run."""
+
+    grade_id: str
+    answer: str  # the student's answer cell
+    setup: list[str] = field(default_factory=list)  # its own locked cells before the answer
+    run: list[str] = field(default_factory=list)  # its locked cells between answer and checks
+    checks: list[tuple[bool, int]] = field(default_factory=list)  # (hidden, seed)
+
+
+@dataclass
+class Request:
+    shared: list[str]  # the notebook's locked cells that belong to no exercise, in order
+    exercises: list[ExerciseRun]
+    timeout: float = 60.0  # seconds per exercise
+    language: str = "en"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Request:
+        exercises = [ExerciseRun(**{**e, "checks": [tuple(c) for c in e["checks"]]})
+                     for e in data["exercises"]]
+        return cls(data["shared"], exercises, data.get("timeout", 60.0), data.get("language", "en"))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    message: str  # for the student: why it did not pass (or the pass message)
+    flag: str = ""  # for the instructor: why the grader does not believe a pass, if it does not
+
+
+def verify(request: Request) -> dict[str, dict[bool, Verdict]]:
+    """grade id -> hidden -> the verdict of that check, for every check the request names."""
+    use_language(request.language)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    with _quiet():
+        for index, source in enumerate(request.shared):
+            run_cell(source, namespace, f"shared-{index}")
+    verdicts = {}
+    for exercise in request.exercises:
+        outcomes = _in_child(exercise, namespace, request.timeout)
+        verdicts[exercise.grade_id] = {
+            hidden: _judge(exercise.grade_id, hidden, seed, outcomes.get(hidden))
+            for hidden, seed in exercise.checks
+        }
+    return verdicts
+
+
+def run_cell(source: str, namespace: dict, name: str) -> BaseException | None:
+    """Run a cell's code as IPython would (its magics transformed) in `namespace`; the error it
+    raised, if any. Its source goes into linecache, so checks can read the functions it made."""
+    filename = f"<cell {name}>"
+    try:
+        code = _transform(source)
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        exec(compile(code, filename, "exec"), namespace)
+    except BaseException as error:  # noqa: BLE001 (SystemExit too: the cell's own affair)
+        return error
+    return None
+
+
+def _transform(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+class _NoShell:
+    """`get_ipython()` in a verifier child: magics and shell commands do not run there."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(_("IPython magics and shell commands do not run when the grader "
+                             "runs an answer cell on its own"))
+
+
+def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bool, Outcome]:
+    """The outcomes of the exercise's checks, run in a forked child (see the module's docstring)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the only process where this answer cell runs
+        os.close(read)
+        # Nothing of the verifier's but this pipe: not its connection to the grader, above all.
+        os.closerange(3, write)
+        os.closerange(write + 1, _max_fd())
+        code = 1
+        try:
+            _child(exercise, namespace, write)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    reply, why = _read_reply(read, pid, timeout)
+    if why:
+        failed = Outcome(exercise.grade_id, False, "failed", why)
+        return {hidden: failed for hidden, _seed in exercise.checks}
+    try:
+        return {o.hidden: o for o in map(_outcome, json.loads(reply))}
+    except (ValueError, TypeError, KeyError, RecursionError):
+        broken = Outcome(exercise.grade_id, False, "failed", _("the grader could not read this "
+                                                               "answer's results"))
+        return {hidden: broken for hidden, _seed in exercise.checks}
+
+
+def _outcome(data: Any) -> Outcome:
+    """An outcome from a child's JSON, which student code may have written: strict types."""
+    if not isinstance(data, dict):
+        raise ValueError("an outcome is an object")
+    text = {key: data.get(key) for key in ("grade_id", "status", "message", "fix")}
+    if not all(isinstance(value, str) for value in text.values()):
+        raise ValueError("an outcome's texts are strings")
+    if text["status"] not in ("passed", "failed", "not done yet"):
+        raise ValueError("unknown status")
+    if not isinstance(data.get("hidden"), bool):
+        raise ValueError("hidden is true or false")
+    notes = data.get("notes") or []
+    if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+        raise ValueError("notes are strings")
+    return Outcome(
+        text["grade_id"], data["hidden"], text["status"], text["message"][:4000],
+        text["fix"][:1000], [n[:200] for n in notes[:5]], data.get("evidence"),
+    )
+
+
+def _max_fd() -> int:
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 4096
+
+
+def _child(exercise: ExerciseRun, namespace: dict, write: int) -> None:
+    with _quiet():
+        namespace["get_ipython"] = _NoShell
+        gid = exercise.grade_id
+        for index, source in enumerate(exercise.setup):
+            run_cell(source, namespace, f"{gid}-setup-{index}")
+        prepare = getattr(registry.exercise(gid), "prepare", None)
+        if prepare is not None:
+            prepare(namespace)
+        error = run_cell(exercise.answer, namespace, gid)
+        for index, source in enumerate(exercise.run):
+            run_cell(source, namespace, f"{gid}-run-{index}")
+        outcomes = []
+        for hidden, seed in exercise.checks:
+            outcome = run_check(gid, namespace, hidden=hidden, seed=seed)
+            if error is not None and not outcome.passed:
+                outcome.message = _alone(error) + " " + outcome.message
+            outcomes.append(asdict(outcome))
+    data = json.dumps(outcomes).encode()
+    with os.fdopen(write, "wb") as pipe:
+        pipe.write(data)
+
+
+def _alone(error: BaseException) -> str:
+    return _("Run on its own, as the grader runs it, your answer cell raised `{error}`: an "
+             "answer cell must itself define or import everything it uses.").format(
+        error=f"{type(error).__name__}: {error}".splitlines()[0][:200])
+
+
+def _read_reply(read: int, pid: int, timeout: float) -> tuple[bytes, str]:
+    """All the child wrote, once it ends; or "" and why it gave nothing to judge."""
+    deadline, chunks, size = time.monotonic() + timeout, [], 0
+    with os.fdopen(read, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill(pid)
+                return b"", _("checking this answer took longer than {seconds:.0f} s").format(
+                    seconds=timeout)
+            ready, _w, _x = select.select([pipe], [], [], left)
+            if not ready:
+                continue
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                _kill(pid)
+                return b"", _("this answer's results are too large to check")
+            chunks.append(chunk)
+    _pid, status = os.waitpid(pid, 0)
+    if status != 0 and not chunks:
+        return b"", _ended(status)
+    return b"".join(chunks), ""
+
+
+def _ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        return _("checking this answer ended the process (signal {number}, {name})").format(
+            number=number, name=signal.Signals(number).name)
+    return _("checking this answer ended the process (exit code {code})").format(
+        code=os.waitstatus_to_exitcode(status))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _judge(grade_id: str, hidden: bool, seed: int, outcome: Outcome | None) -> Verdict:
+    if outcome is None:
+        return Verdict(False, _("the grader did not get this check's result"))
+    if outcome.status != PASSED:
+        return Verdict(False, outcome.message)
+    judge = getattr(registry.exercise(grade_id), "judge_hidden" if hidden else "judge_visible")
+    try:
+        judge(Evidence.generator(seed), decode(outcome.evidence))
+    except Suspicious as mismatch:
+        return Verdict(False, _("the grader's own check of this answer disagrees"),
+                       f"{FLAG}: the grader's own verification of {grade_id} disagrees: {mismatch}")
+    except (ValueError, TypeError, RecursionError) as error:
+        return Verdict(False, _("the grader's own check of this answer disagrees"),
+                       f"{FLAG}: the evidence of {grade_id} is malformed ({type(error).__name__})")
+    return Verdict(True, outcome.message)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """What student and notebook code prints goes nowhere (file descriptors 1 and 2 too)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
+                contextlib.redirect_stderr(sink):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)

@@ -1,0 +1,58 @@
+"""The language of everything a student reads: messages come from one gettext catalog per language.
+
+Every student-facing string is written in English inside `_()` (or `ngettext`), with named
+placeholders filled afterwards (`_("got {got}").format(got=...)`), so that Babel can extract it
+into `autograder/locale/hooklab.pot` and each language's catalog can translate it whole. The
+language is, in order: the HOOKLAB_LANG environment variable (a student's override), the one a
+notebook's edition sets with `use_language`, then English.
+"""
+
+from __future__ import annotations
+
+import gettext
+import os
+from functools import cache
+from pathlib import Path
+
+DOMAIN = "hooklab"
+LOCALE_DIR = Path(__file__).parent / "locale"
+LANGUAGES = ("en", "ko")
+LANG_ENV = "HOOKLAB_LANG"
+
+_chosen: str | None = None  # set by a notebook edition (use_language)
+
+
+def use_language(language: str) -> None:
+    """Make `language` the notebook's language (its edition's), unless HOOKLAB_LANG overrides."""
+    global _chosen
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+    _chosen = language
+
+
+def language() -> str:
+    wanted = os.environ.get(LANG_ENV, "").strip().lower()[:2]
+    if wanted in LANGUAGES:
+        return wanted
+    return _chosen or "en"
+
+
+@cache
+def _translations(language: str) -> gettext.NullTranslations:
+    if language == "en":
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, LOCALE_DIR, [language], fallback=True)
+
+
+def _(message: str) -> str:
+    """`message` in the current language."""
+    return _translations(language()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, count: int) -> str:
+    return _translations(language()).ngettext(singular, plural, count)
+
+
+def N_(message: str) -> str:
+    """Mark `message` for translation where it is defined; translate it with `_` where it is used."""
+    return message
