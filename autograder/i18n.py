@@ -54,5 +54,5 @@ def ngettext(singular: str, plural: str, count: int) -> str:
 
 
 def N_(message: str) -> str:
-    """Mark `message` for translation where it is defined; translate it with `_` where it is used."""
+    """Mark `message` for translation where it is defined; `_` translates it where it is used."""
     return message

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import course, notebooks  # noqa: E402
-from autograder.widgets.hint_texts import HINTS  # noqa: E402
+from autograder.widgets.hints import all_hints  # noqa: E402
+
+HINTS = all_hints()
 
 EXPLORER_LAYERS = ["block1.0", "block1", "pool", "block2.0", "block2"]
 

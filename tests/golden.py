@@ -60,3 +60,20 @@ def submit_cases(root: Path, assignment: str, names: list[str]) -> None:
     for name in names:
         nb = course.answered_notebook(answers(assignment, name), assignment, root)
         course.submit(nb, name, assignment, root)
+
+
+def restored_notebook(assignment: str, case: str):
+    """The student notebook filled with the case's answers, its locked and test cells restored
+    from the solution notebook, as nbgrader's OverwriteCells leaves it before execution."""
+    solution = notebooks.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
+    trusted = {
+        cell.id: cell.source
+        for cell in solution.cells
+        if cell.metadata.get("nbgrader", {}).get("locked")
+        or cell.metadata.get("nbgrader", {}).get("grade")
+    }
+    nb = course.answered_notebook(answers(assignment, case), assignment, ROOT)
+    for cell in nb.cells:
+        if cell.get("id") in trusted:
+            cell.source = trusted[cell.id]
+    return nb

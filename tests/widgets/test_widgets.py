@@ -20,10 +20,10 @@ from autograder.cli import exercise_order
 from autograder.models.cnn import make_digit_cnn
 from autograder.widgets import progress, show_hints
 from autograder.widgets.explorer import ExplorerPanel, FeatureMapExplorer, capture_feature_maps
-from autograder.widgets.hint_texts import HINTS
-from autograder.widgets.hints import HintPanel, Hints
+from autograder.widgets.hints import HintPanel, Hints, all_hints
 from autograder.widgets.progress import FAILED, NOT_DONE, NOT_RUN, PASSED, ProgressPanel
 
+HINTS = all_hints()
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.DOTALL)
 HIDDEN_REGION = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.DOTALL)
 HINTED = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "hooks_in_practice"]

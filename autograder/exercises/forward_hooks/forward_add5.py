@@ -31,10 +31,18 @@ def _registered(s: Student) -> list:
     if not hooks:
         written = s.namespace.get("hook")
         if s.hooks_on(add, "forward") or not callable(written) or is_stub(written):
-            raise NotDoneYet(_("`hook` does nothing yet: write its body, then run the answer "
-                               "cell and the cells under it."))
-        raise CheckFailed(_("no forward hook is registered on `add`, the module the next cell "
-                            "calls: hooks run only on the module they are registered on."))
+            raise NotDoneYet(
+                _(
+                    "`hook` does nothing yet: write its body, then run the answer "
+                    "cell and the cells under it."
+                )
+            )
+        raise CheckFailed(
+            _(
+                "no forward hook is registered on `add`, the module the next cell "
+                "calls: hooks run only on the module they are registered on."
+            )
+        )
     for fn in hooks:
         require_arity(fn, getattr(fn, "__name__", "hook"), "hook(module, input, output)", 3)
     return hooks
@@ -57,20 +65,25 @@ def _why_unchanged(s: Student, hooks: list) -> CheckFailed:
     returned = s.call(_("your hook"), hook, make_add(), (x, x), x + x)
     if returned is None and _assigns(hook, "output"):
         return CheckFailed(
-            _("your hook does not change the output: it returns None. Assigning to `output` "
-              "inside the hook only points the hook's own local name at a new tensor; what "
-              "`add(x1, x2)` returns comes from the hook's return value."),
+            _(
+                "your hook does not change the output: it returns None. Assigning to `output` "
+                "inside the hook only points the hook's own local name at a new tensor; what "
+                "`add(x1, x2)` returns comes from the hook's return value."
+            ),
             fix=FIX,
         )
     if returned is None:
         return CheckFailed(
-            _("your hook returns None, so `add` keeps its output: a forward hook replaces the "
-              "output only with the value it returns."),
+            _(
+                "your hook returns None, so `add` keeps its output: a forward hook replaces the "
+                "output only with the value it returns."
+            ),
             fix=FIX,
         )
     return CheckFailed(
-        _("your hook returns {got} for inputs 1 and 1 (output 2), so the output stays x1 + x2.")
-        .format(got=describe(returned))
+        _(
+            "your hook returns {got} for inputs 1 and 1 (output 2), so the output stays x1 + x2."
+        ).format(got=describe(returned))
     )
 
 
@@ -79,8 +92,12 @@ def _assigns(fn, name: str) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return False
-    targets = [t for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AugAssign)
-               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    targets = [
+        t
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign | ast.AugAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+    ]
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
@@ -97,11 +114,11 @@ def visible(s: Student) -> str:
     for times in range(2, 5):
         if close(output, x1 + x2 + 5 * times):
             raise CheckFailed(
-                _("the output is x1 + x2 + {total}: your hook ran {times} times, so it is "
-                  "registered {times} times on `add`. Run the answer cell again: it starts from "
-                  "a fresh Add, so only one hook is registered.").format(
-                    total=5 * times, times=times
-                )
+                _(
+                    "the output is x1 + x2 + {total}: your hook ran {times} times, so it is "
+                    "registered {times} times on `add`. Run the answer cell again: it starts from "
+                    "a fresh Add, so only one hook is registered."
+                ).format(total=5 * times, times=times)
             )
     raise CheckFailed(
         _("expected output = x1 + x2 + 5 = {expected}, got {got}.").format(
@@ -119,10 +136,10 @@ def hidden(s: Student) -> str:
             if close(got, x1 + x2):
                 raise _why_unchanged(s, hooks)
             raise CheckFailed(
-                _("On a fresh Add with new inputs, the hook registered on `add` gave {got}, "
-                  "expected x1 + x2 + 5 = {expected}.").format(
-                    got=describe(got), expected=describe(x1 + x2 + 5)
-                )
+                _(
+                    "On a fresh Add with new inputs, the hook registered on `add` gave {got}, "
+                    "expected x1 + x2 + 5 = {expected}."
+                ).format(got=describe(got), expected=describe(x1 + x2 + 5))
             )
     return _("your hook adds 5 on fresh modules and inputs.")
 

@@ -16,8 +16,10 @@ from autograder.tolerances import close
 
 HINTS = [
     N_("`input` is a tuple `(x1, x2)`: `answer` needs its two elements, not the tuple itself."),
-    N_("A list has a method that adds every element of an iterable at once; `append` adds one "
-       "object."),
+    N_(
+        "A list has a method that adds every element of an iterable at once; `append` adds one "
+        "object."
+    ),
     N_("The forward hook gets the output as its third argument: add it after the two inputs."),
 ]
 SHAPES = [(1,), (1,), (3,)]  # the hidden check's trials
@@ -33,16 +35,32 @@ def _registered(s: Student) -> tuple[list, list]:
         named = [s.namespace.get(name) for name in ("pre_hook", "hook")]
         written = [fn for fn in named if callable(fn) and not is_stub(fn)]
         if stubs_registered or not written:
-            raise NotDoneYet(_("`pre_hook` and `hook` do nothing yet: write their bodies, then "
-                               "run the answer cell and the cells under it."))
-        raise CheckFailed(_("no hook is registered on `add`, the module the next cell calls: "
-                            "hooks run only on the module they are registered on."))
+            raise NotDoneYet(
+                _(
+                    "`pre_hook` and `hook` do nothing yet: write their bodies, then "
+                    "run the answer cell and the cells under it."
+                )
+            )
+        raise CheckFailed(
+            _(
+                "no hook is registered on `add`, the module the next cell calls: "
+                "hooks run only on the module they are registered on."
+            )
+        )
     if not pres:
-        raise CheckFailed(_("`add` has a forward hook but no pre-hook: x1 and x2 reach a "
-                            "pre-hook, registered with `register_forward_pre_hook`."))
+        raise CheckFailed(
+            _(
+                "`add` has a forward hook but no pre-hook: x1 and x2 reach a "
+                "pre-hook, registered with `register_forward_pre_hook`."
+            )
+        )
     if not hooks:
-        raise CheckFailed(_("`add` has a pre-hook but no forward hook: the output reaches a "
-                            "forward hook, registered with `register_forward_hook`."))
+        raise CheckFailed(
+            _(
+                "`add` has a pre-hook but no forward hook: the output reaches a "
+                "forward hook, registered with `register_forward_hook`."
+            )
+        )
     for fn in pres:
         require_arity(fn, getattr(fn, "__name__", "pre_hook"), "pre_hook(module, input)", 2)
     for fn in hooks:
@@ -82,8 +100,10 @@ def hidden(s: Student) -> str:
         fresh = _("On a fresh Add with new inputs of shape {shape}").format(shape=tuple(x1.shape))
         if not close(output, x1 + x2):
             raise CheckFailed(
-                _("{fresh}, your hooks changed the output to {got}; collecting values must "
-                  "leave it at x1 + x2.").format(fresh=fresh, got=describe(output))
+                _(
+                    "{fresh}, your hooks changed the output to {got}; collecting values must "
+                    "leave it at x1 + x2."
+                ).format(fresh=fresh, got=describe(output))
             )
         try:
             compare_tensor_list(answer, [("x1", x1), ("x2", x2), ("output", x1 + x2)])

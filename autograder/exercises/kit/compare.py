@@ -43,17 +43,24 @@ def compare_tensor_list(
                 what=what,
                 want=want,
                 why=empty_hint
-                or _("Your hook did not add anything: hooks run only when the module is called "
-                     "as `module(...)`, and only if they are registered on that very module."),
+                or _(
+                    "Your hook did not add anything: hooks run only when the module is called "
+                    "as `module(...)`, and only if they are registered on that very module."
+                ),
             )
         )
     for index, item in enumerate(got):
         if isinstance(item, tuple | list):
             raise CheckFailed(
-                _("`{what}[{index}]` is a {kind} of {count} ({value}): the whole {kind} went in as "
-                  "one entry. Hooks receive inputs and gradients as tuples; `{what}` needs the "
-                  "tensors inside it, one entry each.").format(
-                    what=what, index=index, kind=type(item).__name__, count=len(item),
+                _(
+                    "`{what}[{index}]` is a {kind} of {count} ({value}): the whole {kind} went in "
+                    "as one entry. Hooks receive inputs and gradients as tuples; `{what}` needs "
+                    "the tensors inside it, one entry each."
+                ).format(
+                    what=what,
+                    index=index,
+                    kind=type(item).__name__,
+                    count=len(item),
                     value=describe(item),
                 )
             )
@@ -93,12 +100,12 @@ def _check_zero_dim(got: list[torch.Tensor], expected: Named, what: str) -> None
         if item.dim() == 0 and all(tensor.dim() > 0 for _name, tensor in expected):
             shape = tuple(expected[min(index, len(expected) - 1)][1].shape)
             raise CheckFailed(
-                _("`{what}[{index}]` is a 0-d tensor ({value}) where a tensor of shape {shape} "
-                  "was expected. `extend` iterates over what it is given: over a tuple it adds "
-                  "each tensor, but over a tensor it adds the tensor's elements one by one, as "
-                  "0-d tensors. A single tensor is one entry, not a collection.").format(
-                    what=what, index=index, value=describe(item), shape=shape
-                )
+                _(
+                    "`{what}[{index}]` is a 0-d tensor ({value}) where a tensor of shape {shape} "
+                    "was expected. `extend` iterates over what it is given: over a tuple it adds "
+                    "each tensor, but over a tensor it adds the tensor's elements one by one, as "
+                    "0-d tensors. A single tensor is one entry, not a collection."
+                ).format(what=what, index=index, value=describe(item), shape=shape)
             )
 
 
@@ -108,13 +115,13 @@ def _wrong_count(got: list[torch.Tensor], expected: Named, found: list[str | Non
     repeats = set(counts.values())
     if None not in found and len(repeats) == 1 and (times := repeats.pop()) > 1:
         raise CheckFailed(
-            _("`{what}` has {count} entries, expected {expected}: every value appears {times} "
-              "times, so your hooks ran {times} times per call, which means they were "
-              "registered {times} times on the same module (a cell that registers them ran more "
-              "than once). Run the exercise's answer cell again: it starts from a fresh module, "
-              "so only the new hooks are registered.").format(
-                what=what, count=len(got), expected=len(expected), times=times
-            )
+            _(
+                "`{what}` has {count} entries, expected {expected}: every value appears {times} "
+                "times, so your hooks ran {times} times per call, which means they were "
+                "registered {times} times on the same module (a cell that registers them ran more "
+                "than once). Run the exercise's answer cell again: it starts from a fresh module, "
+                "so only the new hooks are registered."
+            ).format(what=what, count=len(got), expected=len(expected), times=times)
         )
     missing = [name for name in names if counts[name] == 0]
     extra = [f"{what}[{i}] = {describe(got[i])}" for i, name in enumerate(found) if name is None]

@@ -15,35 +15,47 @@ from autograder.i18n import N_, _
 PITFALLS: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(r"AttributeError: 'tuple' object has no attribute '(\w+)'"),
-        N_("PyTorch hands a hook its inputs (and gradients) as a tuple, one entry per argument "
-           "of `forward`: take the tensor out first, e.g. `input[0]`, then use `.{attribute}` "
-           "on it."),
+        N_(
+            "PyTorch hands a hook its inputs (and gradients) as a tuple, one entry per argument "
+            "of `forward`: take the tensor out first, e.g. `input[0]`, then use `.{attribute}` "
+            "on it."
+        ),
     ),
     (
         re.compile(r"TypeError: .*takes (\d+) positional arguments? but (\d+) (?:were|was) given"),
-        N_("a function was called with {given} arguments but takes {takes}: a hook's signature "
-           "is fixed by its kind (see the table at the top of the notebook)."),
+        N_(
+            "a function was called with {given} arguments but takes {takes}: a hook's signature "
+            "is fixed by its kind (see the table at the top of the notebook)."
+        ),
     ),
     (
         re.compile(r"leaf Variable that requires grad is being used in an in-place operation"),
-        N_("a Parameter requires grad, and autograd forbids changing it in place while it "
-           "records operations: change it under `with torch.no_grad():`."),
+        N_(
+            "a Parameter requires grad, and autograd forbids changing it in place while it "
+            "records operations: change it under `with torch.no_grad():`."
+        ),
     ),
     (
         re.compile(r"BackwardHookFunctionBackward is a view and is being modified inplace"),
-        N_("a full backward hook wraps the module's inputs and outputs in views, and a view "
-           "changed in place (an in-place ReLU, `+=`) breaks it: register the hook on the "
-           "tensor instead (`tensor.register_hook`), or avoid the in-place operation."),
+        N_(
+            "a full backward hook wraps the module's inputs and outputs in views, and a view "
+            "changed in place (an in-place ReLU, `+=`) breaks it: register the hook on the "
+            "tensor instead (`tensor.register_hook`), or avoid the in-place operation."
+        ),
     ),
     (
         re.compile(r"cannot assign '[\w.]+' as parameter '(\w+)'"),
-        N_("`{name}` is a registered Parameter, and PyTorch refuses to replace it by a plain "
-           "tensor (it would drop out of `model.parameters()`): change its values in place."),
+        N_(
+            "`{name}` is a registered Parameter, and PyTorch refuses to replace it by a plain "
+            "tensor (it would drop out of `model.parameters()`): change its values in place."
+        ),
     ),
     (
         re.compile(r"'NoneType' object has no attribute '(\w+)'"),
-        N_("something your code used is None where a tensor or module was expected (a layer "
-           "built with `bias=False` has `bias` None; a hook that returns nothing gives None)."),
+        N_(
+            "something your code used is None where a tensor or module was expected (a layer "
+            "built with `bias=False` has `bias` None; a hook that returns nothing gives None)."
+        ),
     ),
 ]
 

@@ -56,9 +56,9 @@ def check(
         print(f"✓ {grade_id}: {message}", file=sys.stdout)
         return
     if outcome.fix and _failures[key] >= REPEATS:
-        message += "\n" + _("This check failed {count} times in a row; here is the fix: {fix}").format(
-            count=_failures[key], fix=outcome.fix
-        )
+        message += "\n" + _(
+            "This check failed {count} times in a row; here is the fix: {fix}"
+        ).format(count=_failures[key], fix=outcome.fix)
     kind = NotDoneYet if outcome.status == NOT_DONE else CheckFailed
     failure = kind(message, grade_id=grade_id)
     if graded():
@@ -76,8 +76,9 @@ class _Shown(CheckFailed):
         super().__init__(failure.message, grade_id=failure.grade_id)
 
     def _render_traceback_(self) -> list[str]:
-        return [_("✗ {grade_id}: not passed yet (see the message above)").format(
-            grade_id=self.grade_id)]
+        return [
+            _("✗ {grade_id}: not passed yet (see the message above)").format(grade_id=self.grade_id)
+        ]
 
 
 def _notes(outcome: Outcome) -> str:

@@ -51,13 +51,21 @@ def run_check(
     try:
         module = registry.exercise(grade_id)
     except KeyError:
-        return Outcome(grade_id, hidden, FAILED, _("there is no exercise named {grade_id!r}")
-                       .format(grade_id=grade_id))
+        return Outcome(
+            grade_id,
+            hidden,
+            FAILED,
+            _("there is no exercise named {grade_id!r}").format(grade_id=grade_id),
+        )
     fn = getattr(module, "hidden" if hidden else "visible", None)
     if fn is None:
         kind = _("hidden check") if hidden else _("check")
-        return Outcome(grade_id, hidden, FAILED, _("{grade_id} has no {kind}").format(
-            grade_id=grade_id, kind=kind))
+        return Outcome(
+            grade_id,
+            hidden,
+            FAILED,
+            _("{grade_id} has no {kind}").format(grade_id=grade_id, kind=kind),
+        )
     stderr = io.StringIO()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(stderr):
         warnings.simplefilter("always")
@@ -70,8 +78,9 @@ def run_check(
             status, message, fix = FAILED, failure.message, failure.fix
         except Exception as bug:  # a checker bug must still reach the student as a message
             status, fix = FAILED, ""
-            message = _("the checker could not evaluate this answer ({error}). Please tell your "
-                        "instructor.").format(error=f"{type(bug).__name__}: {bug}")
+            message = _(
+                "the checker could not evaluate this answer ({error}). Please tell your instructor."
+            ).format(error=f"{type(bug).__name__}: {bug}")
     notes = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     notes += [line for line in stderr.getvalue().splitlines() if line.strip()]
     data = None
@@ -81,5 +90,6 @@ def run_check(
         except Exception as error:  # unencodable evidence cannot be judged: a failure
             status = FAILED
             message = _("the checker could not record this answer ({error}).").format(
-                error=type(error).__name__)
+                error=type(error).__name__
+            )
     return Outcome(grade_id, hidden, status, message, fix, [n[:200] for n in notes[:5]], data)

@@ -70,8 +70,9 @@ class Student:
             fn = fallback
         if fn is _MISSING:
             raise NotDoneYet(
-                _("`{name}` is not defined yet: write it in the answer cell above and run that cell.")
-                .format(name=name)
+                _(
+                    "`{name}` is not defined yet: write it in the answer cell above, then run it."
+                ).format(name=name)
             )
         if not callable(fn):
             raise CheckFailed(
@@ -81,8 +82,10 @@ class Student:
             )
         if is_stub(fn):
             raise NotDoneYet(
-                _("`{name}` is still the stub: replace `# YOUR CODE HERE` and the line under it "
-                  "with your code, then run the cell.").format(name=getattr(fn, "__name__", name))
+                _(
+                    "`{name}` is still the stub: replace `# YOUR CODE HERE` and the line under it "
+                    "with your code, then run the cell."
+                ).format(name=getattr(fn, "__name__", name))
             )
         return fn
 
@@ -103,8 +106,9 @@ class Student:
             raise
         except NotImplementedError:
             raise NotDoneYet(
-                _("{what} still raises NotImplementedError: replace the stub with your code.")
-                .format(what=what)
+                _(
+                    "{what} still raises NotImplementedError: replace the stub with your code."
+                ).format(what=what)
             ) from None
         except Exception as error:
             raise CheckFailed(explain_error(what, error)) from None
@@ -183,9 +187,9 @@ def require_arity(fn: Callable[..., Any], name: str, expected: str, count: int) 
     arity = positional_arity(fn)
     if arity is not None and arity != count:
         raise CheckFailed(
-            _("`{name}` takes {arity} argument(s), but PyTorch calls it as `{expected}` "
-              "({count} arguments), so the call raises TypeError. A hook's signature is fixed by "
-              "the kind of hook: look it up in the table at the top of the notebook.").format(
-                name=name, arity=arity, expected=expected, count=count
-            )
+            _(
+                "`{name}` takes {arity} argument(s), but PyTorch calls it as `{expected}` "
+                "({count} arguments), so the call raises TypeError. A hook's signature is fixed by "
+                "the kind of hook: look it up in the table at the top of the notebook."
+            ).format(name=name, arity=arity, expected=expected, count=count)
         )

@@ -60,8 +60,10 @@ class Request:
 
     @classmethod
     def from_dict(cls, data: dict) -> Request:
-        exercises = [ExerciseRun(**{**e, "checks": [tuple(c) for c in e["checks"]]})
-                     for e in data["exercises"]]
+        exercises = [
+            ExerciseRun(**{**e, "checks": [tuple(c) for c in e["checks"]]})
+            for e in data["exercises"]
+        ]
         return cls(data["shared"], exercises, data.get("timeout", 60.0), data.get("language", "en"))
 
     def to_dict(self) -> dict:
@@ -100,7 +102,7 @@ def run_cell(source: str, namespace: dict, name: str) -> BaseException | None:
         code = _transform(source)
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         exec(compile(code, filename, "exec"), namespace)
-    except BaseException as error:  # noqa: BLE001 (SystemExit too: the cell's own affair)
+    except BaseException as error:
         return error
     return None
 
@@ -115,8 +117,12 @@ class _NoShell:
     """`get_ipython()` in a verifier child: magics and shell commands do not run there."""
 
     def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(_("IPython magics and shell commands do not run when the grader "
-                             "runs an answer cell on its own"))
+        raise RuntimeError(
+            _(
+                "IPython magics and shell commands do not run when the grader "
+                "runs an answer cell on its own"
+            )
+        )
 
 
 def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bool, Outcome]:
@@ -142,8 +148,9 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
     try:
         return {o.hidden: o for o in map(_outcome, json.loads(reply))}
     except (ValueError, TypeError, KeyError, RecursionError):
-        broken = Outcome(exercise.grade_id, False, "failed", _("the grader could not read this "
-                                                               "answer's results"))
+        broken = Outcome(
+            exercise.grade_id, False, "failed", _("the grader could not read this answer's results")
+        )
         return {hidden: broken for hidden, _seed in exercise.checks}
 
 
@@ -162,8 +169,13 @@ def _outcome(data: Any) -> Outcome:
     if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
         raise ValueError("notes are strings")
     return Outcome(
-        text["grade_id"], data["hidden"], text["status"], text["message"][:4000],
-        text["fix"][:1000], [n[:200] for n in notes[:5]], data.get("evidence"),
+        text["grade_id"],
+        data["hidden"],
+        text["status"],
+        text["message"][:4000],
+        text["fix"][:1000],
+        [n[:200] for n in notes[:5]],
+        data.get("evidence"),
     )
 
 
@@ -198,9 +210,10 @@ def _child(exercise: ExerciseRun, namespace: dict, write: int) -> None:
 
 
 def _alone(error: BaseException) -> str:
-    return _("Run on its own, as the grader runs it, your answer cell raised `{error}`: an "
-             "answer cell must itself define or import everything it uses.").format(
-        error=f"{type(error).__name__}: {error}".splitlines()[0][:200])
+    return _(
+        "Run on its own, as the grader runs it, your answer cell raised `{error}`: an "
+        "answer cell must itself define or import everything it uses."
+    ).format(error=f"{type(error).__name__}: {error}".splitlines()[0][:200])
 
 
 def _read_reply(read: int, pid: int, timeout: float) -> tuple[bytes, str]:
@@ -212,7 +225,8 @@ def _read_reply(read: int, pid: int, timeout: float) -> tuple[bytes, str]:
             if left <= 0:
                 _kill(pid)
                 return b"", _("checking this answer took longer than {seconds:.0f} s").format(
-                    seconds=timeout)
+                    seconds=timeout
+                )
             ready, _w, _x = select.select([pipe], [], [], left)
             if not ready:
                 continue
@@ -234,9 +248,11 @@ def _ended(status: int) -> str:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         return _("checking this answer ended the process (signal {number}, {name})").format(
-            number=number, name=signal.Signals(number).name)
+            number=number, name=signal.Signals(number).name
+        )
     return _("checking this answer ended the process (exit code {code})").format(
-        code=os.waitstatus_to_exitcode(status))
+        code=os.waitstatus_to_exitcode(status)
+    )
 
 
 def _kill(pid: int) -> None:
@@ -255,11 +271,17 @@ def _judge(grade_id: str, hidden: bool, seed: int, outcome: Outcome | None) -> V
     try:
         judge(Evidence.generator(seed), decode(outcome.evidence))
     except Suspicious as mismatch:
-        return Verdict(False, _("the grader's own check of this answer disagrees"),
-                       f"{FLAG}: the grader's own verification of {grade_id} disagrees: {mismatch}")
+        return Verdict(
+            False,
+            _("the grader's own check of this answer disagrees"),
+            f"{FLAG}: the grader's own verification of {grade_id} disagrees: {mismatch}",
+        )
     except (ValueError, TypeError, RecursionError) as error:
-        return Verdict(False, _("the grader's own check of this answer disagrees"),
-                       f"{FLAG}: the evidence of {grade_id} is malformed ({type(error).__name__})")
+        return Verdict(
+            False,
+            _("the grader's own check of this answer disagrees"),
+            f"{FLAG}: the evidence of {grade_id} is malformed ({type(error).__name__})",
+        )
     return Verdict(True, outcome.message)
 
 
@@ -274,8 +296,11 @@ def _quiet():
     os.dup2(devnull, 2)
     os.close(devnull)
     try:
-        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
-                contextlib.redirect_stderr(sink):
+        with (
+            open(os.devnull, "w") as sink,
+            contextlib.redirect_stdout(sink),
+            contextlib.redirect_stderr(sink),
+        ):
             yield
     finally:
         sys.stdout.flush()

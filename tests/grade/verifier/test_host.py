@@ -1,0 +1,50 @@
+"""The verifier gives every named submission, exercise by exercise, the verdicts its golden
+scores say, running each answer cell on its own; and code outside an answer cell never counts."""
+
+from __future__ import annotations
+
+import pytest
+from golden import cases, expected_scores, restored_notebook
+
+from autograder.exercises.kit import registry
+from autograder.grade.verifier.host import verify
+from autograder.grade.verifier.request import build_request, exercises_in
+
+
+def seed(grade_id: str, hidden: bool) -> int:
+    return 1000 + len(grade_id) + hidden  # any seed: the judges rebuild the same inputs
+
+
+CONVERTED = [(a, c) for a, c in cases() if registry.grade_ids(a)]
+
+
+@pytest.mark.parametrize(("assignment", "case"), CONVERTED, ids=[f"{a}/{c}" for a, c in CONVERTED])
+def test_verdicts_match_the_golden_scores(assignment, case):
+    nb = restored_notebook(assignment, case)
+    verdicts = verify(build_request(nb, seed))
+    golden = expected_scores(assignment, case)
+    got, want = {}, {}
+    for grade_id in exercises_in(nb):
+        for hidden, verdict in verdicts[grade_id].items():
+            cell = f"{grade_id}_{'hidden' if hidden else 'test'}"
+            got[cell] = (verdict.passed, verdict.message[:160])
+            want[cell] = golden[cell] > 0
+    assert {cell: passed for cell, (passed, _m) in got.items()} == want, got
+
+
+def test_a_cell_outside_the_answers_cannot_pass_an_exercise():
+    """A forged `check` and forged answers in a cell of the student's own: the verifier never
+    runs that cell, so the untouched exercises stay at zero."""
+    nb = restored_notebook("forward_hooks", "blank")
+    forged = (
+        "import autograder\n"
+        "autograder.check = lambda *a, **k: print('✓ passed')\n"
+        "answer = [x1, x2, x1 + x2]\n"
+    )
+    from nbformat.v4 import new_code_cell
+
+    nb.cells.insert(3, new_code_cell(forged))
+    verdicts = verify(build_request(nb, seed))
+    assert verdicts["forward_collect"] and not any(
+        v.passed for by_check in verdicts.values() for v in by_check.values()
+    )
