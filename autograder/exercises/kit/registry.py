@@ -16,6 +16,7 @@ An exercise module defines:
 
 from __future__ import annotations
 
+import ast
 import importlib
 from functools import cache
 from pathlib import Path
@@ -54,6 +55,20 @@ def grade_ids(notebook: str | None = None) -> list[str]:
 
 def notebook_of(grade_id: str) -> str | None:
     return _index().get(grade_id)
+
+
+@cache
+def defines(grade_id: str, name: str) -> bool:
+    """Whether the exercise module defines `name` at its top level (read, not imported)."""
+    path = PACKAGE / _index()[grade_id] / f"{grade_id}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(
+        (isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name)
+        or (
+            isinstance(node, ast.Assign) and any(getattr(t, "id", "") == name for t in node.targets)
+        )
+        for node in tree.body
+    )
 
 
 def exercise(grade_id: str) -> ModuleType:

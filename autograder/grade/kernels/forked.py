@@ -44,6 +44,20 @@ def _become_kernel(request: dict) -> None:
     app.start()
 
 
+def _become_verifier(request: dict) -> None:
+    """In the forked child: become the verifier of one notebook (verifier/host.py), answering
+    on a socket in its folder, within the same limits and isolation as a kernel."""
+    os.setsid()
+    Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    from autograder.grade.verifier import host
+    from autograder.grade.verifier.protocol import SOCKET
+
+    host.serve(os.path.join(request["kernel_dir"], SOCKET))
+
+
 @dataclass
 class _Kernel:
     init: int | None  # pid 1 of its pid namespace, when sandboxed
@@ -72,20 +86,22 @@ class Kernels:
                 sock.close()
 
         init = None
-        template_warmup.list_loaded_modules()
-        kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
+        if request.get("role") != "verifier":
+            template_warmup.list_loaded_modules()
+            kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
         # What the kernel inherits goes to the collector's permanent generation: a kernel's full
         # collections (frequent while it parses or builds figures) would otherwise walk torch's
         # and matplotlib's millions of objects each time, and copy every page they sit on.
         gc.freeze()
+        become = _become_verifier if request.get("role") == "verifier" else _become_kernel
         if self.config["sandboxed"]:
-            pid, init = isolation.fork_isolated(request, close_inherited, _become_kernel)
+            pid, init = isolation.fork_isolated(request, close_inherited, become)
         else:
             pid = os.fork()
             if pid == 0:
                 close_inherited()
                 try:
-                    _become_kernel(request)
+                    become(request)
                 finally:
                     os._exit(0)
         wall = limits.wall_seconds

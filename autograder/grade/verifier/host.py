@@ -27,54 +27,44 @@ import select
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
 from autograder.exercises.kit.run import PASSED, Outcome, run_check
+from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
 from autograder.i18n import _, use_language
 
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a child's outcomes and evidence; more fails the exercise
-FLAG = "tampering suspected"
 
 
-@dataclass
-class ExerciseRun:
-    """One exercise as the notebook has it: its cells' sources and the checks to run."""
+def serve(path: str, accept_within: float = 60.0) -> None:
+    """Answer one request on a Unix socket at `path`: a JSON line in, the verdicts as one out."""
+    import socket
 
-    grade_id: str
-    answer: str  # the student's answer cell
-    setup: list[str] = field(default_factory=list)  # its own locked cells before the answer
-    run: list[str] = field(default_factory=list)  # its locked cells between answer and checks
-    checks: list[tuple[bool, int]] = field(default_factory=list)  # (hidden, seed)
+    # Not dumpable: the children this process forks (student code) can neither ptrace it nor
+    # read its memory through /proc.
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
 
-
-@dataclass
-class Request:
-    shared: list[str]  # the notebook's locked cells that belong to no exercise, in order
-    exercises: list[ExerciseRun]
-    timeout: float = 60.0  # seconds per exercise
-    language: str = "en"
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Request:
-        exercises = [
-            ExerciseRun(**{**e, "checks": [tuple(c) for c in e["checks"]]})
-            for e in data["exercises"]
-        ]
-        return cls(data["shared"], exercises, data.get("timeout", 60.0), data.get("language", "en"))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    message: str  # for the student: why it did not pass (or the pass message)
-    flag: str = ""  # for the instructor: why the grader does not believe a pass, if it does not
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(accept_within)
+    connection, _address = server.accept()
+    server.close()
+    with connection, connection.makefile("rb") as reader:
+        line = reader.readline(MAX_REQUEST_BYTES)
+        verdicts = verify(Request.from_dict(json.loads(line)))
+        reply = {
+            gid: {str(int(h)): asdict(v) for h, v in by_check.items()}
+            for gid, by_check in verdicts.items()
+        }
+        connection.sendall((json.dumps(reply) + "\n").encode())
 
 
 def verify(request: Request) -> dict[str, dict[bool, Verdict]]:

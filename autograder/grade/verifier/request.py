@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.exercises.kit import registry
-from autograder.grade.verifier.host import ExerciseRun, Request
+from autograder.grade.verifier.protocol import ExerciseRun, Request
 
 
 def _meta(cell: Any) -> dict:

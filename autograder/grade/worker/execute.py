@@ -19,7 +19,9 @@ from traitlets.config import Config
 
 from autograder.grade.kernels.provisioner import WarmKernelManager
 from autograder.grade.kernels.template_client import Zygote
+from autograder.grade.sandbox.limits import Limits
 from autograder.grade.speedups import kernel_messaging
+from autograder.grade.verifier.client import NotebookVerifier
 from autograder.grade.worker.verify import Guard
 
 # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
@@ -114,8 +116,17 @@ def run_in_warm_kernel(
     # One message fewer per cell (cell_ends.py); the kernel client is ready by then.
     executor.on_notebook_start = lambda notebook: executor.kc.end_cells_by_count()
     if guard is not None:  # trusted verification (verify.py): seeds before, verdicts after
+        zygote = Zygote.current()
+        guard.verifiers = zygote.verifiers
+        guard.timeout = float(executor.timeout or 60)
+        limits = Limits.from_dict(settings.WarmKernelManager.get("limits")).to_dict()
+        wait = guard.timeout * (len(nb.cells) + 2)
+
+        def start(request: dict) -> NotebookVerifier:
+            return NotebookVerifier(zygote, request, limits, wait).start()
+
+        guard.run_verifier = start
         guard.prepare(nb, executor)
-        guard.verifiers = Zygote.current().verifiers
     death = ""
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch

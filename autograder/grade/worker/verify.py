@@ -38,8 +38,10 @@ from typing import Any
 
 import nbformat
 
+from autograder.exercises.kit import registry
 from autograder.grade.verifier.client import EVIDENCE_MIMETYPE as MIMETYPE
-from autograder.grade.verifier.client import Facts, LocalVerifiers
+from autograder.grade.verifier.client import Facts, LocalVerifiers, VerifierFailed
+from autograder.grade.verifier.request import build_request, exercises_in
 from autograder.grade.worker.scan import Finding, scan_source
 
 FLAG = "tampering suspected"
@@ -83,8 +85,15 @@ class Guard:
     replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
     sources: dict[int, str] = field(default_factory=dict)  # cell index -> source before seeding
     hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
-    # Where the checks' verifiers run: a RemoteVerifiers (the engine's workers), or this process.
+    # Where the old checks' verifiers run: a RemoteVerifiers (the engine's workers), or here.
     verifiers: Any = field(default_factory=LocalVerifiers)
+    # The exercises' own verifier (verifier/host.py): started by `start_verifier`, its verdicts
+    # read in `verify`; `run_verifier` makes one (a NotebookVerifier, or an in-process stand-in).
+    run_verifier: Any = None
+    timeout: float = 60.0
+    exercises: set[str] = field(default_factory=set)  # registered exercises of this notebook
+    blanked: dict[int, str] = field(default_factory=dict)  # hidden cells the kernel does not run
+    _verifier: Any = None
 
     @classmethod
     def for_run(cls, cwd: str, config: dict | None) -> Guard:
@@ -99,12 +108,23 @@ class Guard:
         return seed_for(self.secret, self.student, self.assignment, f"{grade_id}/{kind}")
 
     def prepare(self, nb: Any, executor: Any) -> None:
-        """Seed the hidden test cells of `nb` (in place); make `executor` report reply statuses."""
+        """Before execution: start the exercises' verifier, keep their hidden test cells from the
+        kernel (the verifier runs them), seed the old checks' test cells; make `executor` report
+        reply statuses."""
+        self.exercises = set(exercises_in(nb))
+        if self.exercises and self.run_verifier is not None:
+            request = build_request(nb, self.seed, timeout=self.timeout)
+            self._verifier = self._start(request)
         for index, cell in enumerate(nb.cells):
             if not _is_test_cell(cell):
                 continue
-            self.sources[index] = cell.source
-            cell.source = CHECK_CALL.sub(self._seeded, cell.source)
+            owner = _owner(cell, self.exercises)
+            if owner and _grade_id(cell) == f"{owner}_hidden":
+                self.blanked[index] = cell.source
+                cell.source = ""  # nbclient skips an empty cell
+            elif not owner:
+                self.sources[index] = cell.source
+                cell.source = CHECK_CALL.sub(self._seeded, cell.source)
 
         nbgrader_hook = getattr(executor, "on_cell_executed", None)
 
@@ -118,6 +138,20 @@ class Guard:
 
         executor.on_cell_executed = on_cell_executed
 
+    def _start(self, request: Any) -> Any:
+        try:
+            return self.run_verifier(request.to_dict())
+        except VerifierFailed:  # once more; then the notebook fails as a grader fault
+            return self.run_verifier(request.to_dict())
+
+    def _verdicts(self) -> dict:
+        if self._verifier is None:
+            return {}
+        try:
+            return self._verifier.verdicts()
+        except VerifierFailed:
+            return self._verifier.again().verdicts()
+
     def _seeded(self, match: re.Match) -> str:
         grade_id, hidden = match.group(1), bool(match.group(2))
         flag = ", hidden=True" if hidden else ""
@@ -127,7 +161,8 @@ class Guard:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
         the flags, one sentence each, also stored in nb.metadata.hooklab.flags."""
         findings = scan_cells(nb)
-        facts = self.verifiers.facts()
+        verdicts = self._verdicts()
+        facts = self._facts()
         flags = [f"{FLAG}: {finding}" for finding in findings] + layout_notes(nb, facts)
         for finding_cell, items in _by_cell(nb, findings):
             text = "\n".join(f"⚠ grader: {FLAG}: {f}" for f in items)
@@ -135,7 +170,13 @@ class Guard:
         for index, cell in enumerate(nb.cells):
             if index in self.sources:
                 cell.source = self.sources[index]
+            if index in self.blanked:
+                cell.source = self.blanked[index]
             if not _is_test_cell(cell):
+                continue
+            owner = _owner(cell, self.exercises)
+            if owner:
+                flags += self._exercise_verdict(index, cell, owner, verdicts, findings)
                 continue
             evidence = [o for o in cell.outputs if MIMETYPE in o.get("data", {})]
             cell.outputs = [o for o in cell.outputs if MIMETYPE not in o.get("data", {})]
@@ -155,6 +196,54 @@ class Guard:
                 cell.outputs = [_flag_output(name, reason)]
         nb.metadata.setdefault("hooklab", {})["flags"] = flags
         return flags
+
+    def _exercise_verdict(
+        self, index: int, cell: Any, owner: str, verdicts: dict, findings: list[Finding]
+    ) -> list[str]:
+        """Give a registered exercise's test cell its verifier's verdict (in place): a hidden
+        cell, which the kernel did not run, gets it as its output; a visible cell that passed
+        in the kernel keeps its points only if the verifier agrees. Returns its flags."""
+        hidden = _grade_id(cell) == f"{owner}_hidden"
+        verdict = verdicts.get(owner, {}).get(hidden)
+        tampering = [f for f in findings if f.cell == owner and f.tampers]
+        name = _grade_id(cell)
+        if any(o.output_type == "error" for o in cell.outputs):
+            return []  # the kernel's own zero (a failed check, or "not run" after a death)
+        if not hidden and cell.get("execution_count") is None and index not in self.replies:
+            reason = "this cell did not run (the kernel stopped before it)"
+            cell.outputs = [_flag_output(name, reason)]
+            return [f"{FLAG}: cell {name} gets 0: {reason}"]
+        if not hidden and self.replies.get(index, "ok") != "ok":
+            reason = "the kernel says this cell raised an error"
+            cell.outputs = [_flag_output(name, reason)]
+            return [f"{FLAG}: cell {name} gets 0: {reason}"]
+        if tampering:
+            reason = f"its answer cell {owner} tampers with grading ({tampering[0].what})"
+            cell.outputs = [_flag_output(name, reason)]
+            return [f"{FLAG}: cell {name} gets 0: {reason}"]
+        if verdict is None:
+            reason = "the grader did not get a verdict for it"
+            cell.outputs = [_flag_output(name, reason)]
+            return [f"{FLAG}: cell {name} gets 0: {reason}"]
+        if verdict.passed:
+            if hidden:
+                text = f"✓ {owner}: {verdict.message}\n"
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+            return []
+        if verdict.flag:
+            cell.outputs = [_flag_output(name, verdict.flag.removeprefix(f"{FLAG}: "))]
+            return [f"{verdict.flag} (cell {name} gets 0)"]
+        cell.outputs = [_failure_output(owner, verdict.message)]
+        return []
+
+    def _facts(self) -> Facts:
+        """The old checks' facts, and the exercise modules' (read from their files)."""
+        old = self.verifiers.facts() if set(_old_ids()) else None
+        ids = set(registry.grade_ids())
+        hidden = {gid for gid in ids if registry.defines(gid, "hidden")}
+        if old is None:
+            return Facts(frozenset(), frozenset(), frozenset(ids), frozenset(hidden))
+        return Facts(old.verifiers, old.independent, old.grade_ids | ids, old.hidden | hidden)
 
     def _reason(
         self, index: int, cell: Any, evidence: list, findings: list[Finding], facts: Facts
@@ -267,3 +356,26 @@ def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]
 def _flag_output(name: str, reason: str) -> Any:
     text = f"✗ {name}: {FLAG}: {reason}. This cell scores 0."
     return nbformat.v4.new_output("error", ename=ENAME, evalue=text, traceback=[text])
+
+
+def _grade_id(cell: Any) -> str:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id", "")
+
+
+def _owner(cell: Any, exercises: set[str]) -> str | None:
+    """The registered exercise a test cell belongs to (`<id>_test` / `<id>_hidden`), if any."""
+    name = _grade_id(cell)
+    base = name.rsplit("_", 1)[0]
+    return base if base in exercises and name in (f"{base}_test", f"{base}_hidden") else None
+
+
+def _failure_output(grade_id: str, message: str) -> Any:
+    text = f"✗ {grade_id}: {message}"
+    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[text])
+
+
+def _old_ids() -> list[str]:
+    """Grade ids still checked by autograder/checks/ (the notebooks not converted yet)."""
+    from autograder.widgets.hint_texts import HINTS
+
+    return [gid for gid in HINTS if registry.notebook_of(gid) is None]
