@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder.exercises.kit import registry
+
 # Modules that set themselves up with the running IPython when first imported.
 SETS_UP_WITH_IPYTHON = ("ipywidgets", "matplotlib_inline", "autograder.widgets")
 
@@ -90,6 +92,15 @@ class GradebookSnapshot:
                         found += [alias.name for alias in node.names]
                     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                         found.append(node.module)
+        # The exercises its notebooks grade, and what their verifier needs: imported once in
+        # the template instead of in every notebook's verifier.
+        for record in self.notebooks.values():
+            for cell in record.source_cells:
+                notebook = registry.notebook_of(cell.get("name", ""))
+                if notebook:
+                    found.append(f"autograder.exercises.{notebook}.{cell['name']}")
+        if any(m.startswith("autograder.exercises.") for m in found):
+            found += ["autograder.grade.verifier.host", "IPython.core.inputtransformer2"]
         return sorted({m for m in found if not _sets_up_with_ipython(m)})
 
     # --- the Gradebook methods the preprocessors call, with the same MissingEntry errors ---
