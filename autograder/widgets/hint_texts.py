@@ -6,60 +6,6 @@ of all of them in the cell's source. A hint guides; it never contains a line of 
 """
 
 HINTS: dict[str, list[str]] = {
-    # forward_hooks
-    "forward_collect": [
-        "`input` is a tuple `(x1, x2)`: `answer` needs its two elements, not the tuple itself.",
-        "A list has a method that adds every element of an iterable at once; `append` adds one "
-        "object.",
-        "The forward hook gets the output as its third argument: add it after the two inputs.",
-    ],
-    "forward_add5": [
-        "A forward hook that returns something other than `None` replaces the module's output.",
-        "Build a new tensor from `output` and return it; assigning to a local name does nothing.",
-    ],
-    "find_the_bug": [
-        "Run the demo cell: the exception's class name is printed before the colon.",
-        "Compare the buggy hook's parameters with the forward hook signature in the table at the "
-        "top of the notebook.",
-        "Try each option in the demo cell: only one of them makes the call run.",
-    ],
-    "hook_effects": [
-        "Run the demo cell: it prints what the module returns with each hook.",
-        "A returned value replaces the output; an in-place change alters the very tensor that "
-        "the module returns.",
-        "Assigning to `output` inside the hook only points a local name at a new tensor.",
-    ],
-    "pre_hook_replace": [
-        "A pre-hook receives `(module, input)`, where `input` is the tuple `(x1, x2)`.",
-        "Unpack the tuple, make a new tensor for the first entry and keep the second one.",
-        "Return a tuple with one entry per argument of `forward`, in the same order.",
-    ],
-    "hook_order": [
-        "Hooks of one kind run in the order they were registered.",
-        "`prepend=True` puts a hook in front of every hook registered before it.",
-        "Add a third hook with `prepend=True` to the demo cell and see where it lands.",
-    ],
-    "remove_handle": [
-        "Keep the output in a list created inside `capture_output`; the hook appends to it.",
-        "The handle that `register_forward_hook` returns works in a `with` block: the hook is "
-        "removed when the block ends, even after an error.",
-        "Call `module(*inputs)` inside the `with` block and return the stored output after it.",
-    ],
-    "method_hook": [
-        "In `__init__`, register the bound method `self.save_output` on `self.linear`.",
-        "`save_output` takes `self` and then the usual `(module, input, output)`.",
-        "Keep the output, detached, on the instance as `self.last_output`.",
-    ],
-    "forward_bypass": [
-        "Hooks are run by `nn.Module.__call__`, which is what `module(x)` invokes.",
-        "`module.forward(x)` runs the computation only: no hook fires.",
-        "Count the calls in the snippet that go through `__call__`.",
-    ],
-    "mlp_report": [
-        "`input` is the tuple of positional arguments; `input[0]` is the tensor `fc2` received.",
-        "`type(value)` gives a value's type and `tensor.size()` its size.",
-        "Detach the output before taking its norm, so the report does not keep the autograd graph.",
-    ],
     # backward_hooks
     "backward_collect": [
         "`grad_input` is the tuple `(gradient w.r.t. x1, gradient w.r.t. x2)`; `grad_output` "

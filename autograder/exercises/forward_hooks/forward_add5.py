@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
-
 import torch
 
+from autograder.exercises.forward_hooks.common import (
+    assigns,
+    left_by_an_earlier_run,
+    registered_repeatedly,
+    require_original_add,
+    split_hooks,
+)
 from autograder.exercises.forward_hooks.models import make_add
 from autograder.exercises.kit.evidence import random_pairs
 from autograder.exercises.kit.judge import expect_close, item
@@ -22,13 +25,17 @@ HINTS = [
 ]
 SHAPES = [(1,), (1,), (4,)]  # the hidden check's trials
 FIX = "return output + 5"
+FRESH = "add = Add()"
 
 
-def _registered(s: Student) -> list:
-    """The forward hooks on the notebook's `add`, whatever their names."""
+def _registered(s: Student) -> tuple[list, list]:
+    """(hooks, stale hooks): the forward hooks on the notebook's `add`, whatever their names;
+    stale ones are those an earlier run of a cell left there."""
     add = s.get("add")
-    hooks = [h for h in s.hooks_on(add, "forward") if not is_stub(h)]
+    hooks, stale = split_hooks(s, add, "forward")
     if not hooks:
+        if stale:
+            raise left_by_an_earlier_run("add", stale, FRESH)
         written = s.namespace.get("hook")
         if s.hooks_on(add, "forward") or not callable(written) or is_stub(written):
             raise NotDoneYet(
@@ -45,7 +52,7 @@ def _registered(s: Student) -> list:
         )
     for fn in hooks:
         require_arity(fn, getattr(fn, "__name__", "hook"), "hook(module, input, output)", 3)
-    return hooks
+    return hooks, stale
 
 
 def _on_fresh_add(s: Student, hooks: list, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
@@ -63,7 +70,7 @@ def _why_unchanged(s: Student, hooks: list) -> CheckFailed:
     hook = hooks[-1]
     x = torch.ones(1)
     returned = s.call(_("your hook"), hook, make_add(), (x, x), x + x)
-    if returned is None and _assigns(hook, "output"):
+    if returned is None and assigns(hook, "output"):
         return CheckFailed(
             _(
                 "your hook does not change the output: it returns None. Assigning to `output` "
@@ -87,59 +94,61 @@ def _why_unchanged(s: Student, hooks: list) -> CheckFailed:
     )
 
 
-def _assigns(fn, name: str) -> bool:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return False
-    targets = [
-        t
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Assign | ast.AugAssign)
-        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-    ]
-    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+def _added(got: object, x1: torch.Tensor, x2: torch.Tensor) -> float | None:
+    """The constant the hooks add to x1 + x2, when they add one."""
+    if not isinstance(got, torch.Tensor) or got.shape != x1.shape:
+        return None
+    added = (got - (x1 + x2)).detach()
+    return float(added.flatten()[0]) if close(added, added.flatten()[0].expand_as(added)) else None
 
 
-def visible(s: Student) -> str:
-    hooks = _registered(s)
-    a, b = random_pairs(s.rng, [(1,)])[0]
-    fresh = _on_fresh_add(s, hooks, a, b)
-    x1, x2, output = s.get("x1"), s.get("x2"), s.get("output")
-    s.record(x1=x1, x2=x2, output=output)
-    if close(output, x1 + x2 + 5):
-        return _("the output is x1 + x2 + 5.")
-    if close(fresh, a + b):
-        raise _why_unchanged(s, hooks)
-    for times in range(2, 5):
-        if close(output, x1 + x2 + 5 * times):
-            raise CheckFailed(
-                _(
-                    "the output is x1 + x2 + {total}: your hook ran {times} times, so it is "
-                    "registered {times} times on `add`. Run the answer cell again: it starts from "
-                    "a fresh Add, so only one hook is registered."
-                ).format(total=5 * times, times=times)
-            )
-    raise CheckFailed(
+def _wrong(s: Student, hooks: list, got: object, x1: torch.Tensor, x2: torch.Tensor) -> CheckFailed:
+    """Why the output is `got` rather than x1 + x2 + 5."""
+    if failure := registered_repeatedly("add", hooks):
+        return failure
+    if close(got, x1 + x2):
+        return _why_unchanged(s, hooks)
+    added = _added(got, x1, x2)
+    if added is not None:
+        return CheckFailed(
+            _(
+                "your hooks add {added:.4g} to x1 + x2, not 5: expected {expected}, got {got}."
+            ).format(added=added, expected=describe(x1 + x2 + 5), got=describe(got))
+        )
+    return CheckFailed(
         _("expected output = x1 + x2 + 5 = {expected}, got {got}.").format(
-            expected=describe(x1 + x2 + 5), got=describe(output)
+            expected=describe(x1 + x2 + 5), got=describe(got)
         )
     )
 
 
+def visible(s: Student) -> str:
+    require_original_add(s)
+    hooks, stale = _registered(s)
+    a, b = random_pairs(s.rng, [(1,)])[0]
+    _on_fresh_add(s, hooks, a, b)  # errors and their causes first
+    x1, x2, output = s.get("x1"), s.get("x2"), s.get("output")
+    s.record(x1=x1, x2=x2, output=output)
+    if close(output, x1 + x2 + 5):
+        return _("the output is x1 + x2 + 5.")
+    if stale:
+        raise left_by_an_earlier_run("add", stale, FRESH)
+    raise _wrong(s, hooks, output, x1, x2)
+
+
 def hidden(s: Student) -> str:
-    hooks = _registered(s)
+    require_original_add(s)
+    hooks, _stale = _registered(s)
     for trial, (x1, x2) in enumerate(random_pairs(s.rng, SHAPES)):
         got = _on_fresh_add(s, hooks, x1, x2)
         s.record(**{f"output{trial}": got})
         if not close(got, x1 + x2 + 5):
-            if close(got, x1 + x2):
-                raise _why_unchanged(s, hooks)
+            failure = _wrong(s, hooks, got, x1, x2)
             raise CheckFailed(
-                _(
-                    "On a fresh Add with new inputs, the hook registered on `add` gave {got}, "
-                    "expected x1 + x2 + 5 = {expected}."
-                ).format(got=describe(got), expected=describe(x1 + x2 + 5))
+                _("On a fresh Add with new inputs of shape {shape}: {failure}").format(
+                    shape=tuple(x1.shape), failure=failure.message
+                ),
+                fix=failure.fix,
             )
     return _("your hook adds 5 on fresh modules and inputs.")
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import torch
 
+from autograder.exercises.forward_hooks.common import (
+    left_by_an_earlier_run,
+    registered_repeatedly,
+    require_original_add,
+    split_hooks,
+)
 from autograder.exercises.forward_hooks.models import make_add
 from autograder.exercises.kit.compare import compare_tensor_list
 from autograder.exercises.kit.evidence import random_pairs
@@ -23,14 +29,19 @@ HINTS = [
     N_("The forward hook gets the output as its third argument: add it after the two inputs."),
 ]
 SHAPES = [(1,), (1,), (3,)]  # the hidden check's trials
+FRESH = "add = Add()"
 
 
-def _registered(s: Student) -> tuple[list, list]:
-    """The pre-hooks and forward hooks on the notebook's `add`, whatever their names."""
+def _registered(s: Student) -> tuple[list, list, list]:
+    """(pre-hooks, forward hooks, stale hooks) on the notebook's `add`, whatever their names;
+    stale ones are those an earlier run of a cell left there."""
     add = s.get("add")
-    pres = [h for h in s.hooks_on(add, "forward_pre") if not is_stub(h)]
-    hooks = [h for h in s.hooks_on(add, "forward") if not is_stub(h)]
+    pres, stale_pres = split_hooks(s, add, "forward_pre")
+    hooks, stale_hooks = split_hooks(s, add, "forward")
+    stale = stale_pres + stale_hooks
     if not pres and not hooks:
+        if stale:
+            raise left_by_an_earlier_run("add", stale, FRESH)
         stubs_registered = s.hooks_on(add, "forward_pre") or s.hooks_on(add, "forward")
         named = [s.namespace.get(name) for name in ("pre_hook", "hook")]
         written = [fn for fn in named if callable(fn) and not is_stub(fn)]
@@ -43,10 +54,12 @@ def _registered(s: Student) -> tuple[list, list]:
             )
         raise CheckFailed(
             _(
-                "no hook is registered on `add`, the module the next cell calls: "
-                "hooks run only on the module they are registered on."
+                "no hook is registered on `add`, the module the next cell "
+                "calls: hooks run only on the module they are registered on."
             )
         )
+    if (not pres or not hooks) and stale:
+        raise left_by_an_earlier_run("add", stale, FRESH)
     if not pres:
         raise CheckFailed(
             _(
@@ -65,7 +78,7 @@ def _registered(s: Student) -> tuple[list, list]:
         require_arity(fn, getattr(fn, "__name__", "pre_hook"), "pre_hook(module, input)", 2)
     for fn in hooks:
         require_arity(fn, getattr(fn, "__name__", "hook"), "hook(module, input, output)", 3)
-    return pres, hooks
+    return pres, hooks, stale
 
 
 def _collect(s: Student, pres: list, hooks: list, x1: torch.Tensor, x2: torch.Tensor):
@@ -82,18 +95,70 @@ def _collect(s: Student, pres: list, hooks: list, x1: torch.Tensor, x2: torch.Te
         return output, answer_now()
 
 
+def _repeats_each_value(answer: object, x1: torch.Tensor, x2: torch.Tensor) -> None:
+    """Fail when one call with each hook registered once adds every value several times."""
+    if not isinstance(answer, list) or len(answer) <= 3 or len(answer) % 3:
+        return
+    times = len(answer) // 3
+    values = (x1, x2, x1 + x2)
+    found = [next((i for i, v in enumerate(values) if close(got, v)), None) for got in answer]
+    if all(found.count(i) == times for i in range(3)):
+        raise CheckFailed(
+            _(
+                "one call of `add`, with each of your hooks registered once, puts every value "
+                "into `answer` {times} times ({count} entries, expected 3): each hook runs once "
+                "per call, so it should add its values once."
+            ).format(times=times, count=len(answer))
+        )
+
+
+def _calls_piled_up(answer: object, x1: torch.Tensor, x2: torch.Tensor) -> None:
+    """Fail when `answer` holds the values of several calls: the run cell ran again."""
+    if not isinstance(answer, list) or len(answer) <= 3 or len(answer) % 3:
+        return
+    if not all(isinstance(v, torch.Tensor) and v.shape == x1.shape for v in answer):
+        return
+    triples = [answer[i : i + 3] for i in range(0, len(answer), 3)]
+    last = triples[-1]
+    if close(last[0], x1) and close(last[1], x2) and all(close(c, a + b) for a, b, c in triples):
+        raise CheckFailed(
+            _(
+                "`answer` holds the values of {calls} calls of `add` ({count} entries): the cell "
+                "under your answer cell ran {calls} times since the answer cell last ran, and "
+                "each call adds three entries. Run the answer cell again (it starts `answer` "
+                "empty), then the cell under it once."
+            ).format(calls=len(triples), count=len(answer))
+        )
+
+
+def _registered_once(pres: list, hooks: list) -> None:
+    for kind in (pres, hooks):
+        if failure := registered_repeatedly("add", kind):
+            raise failure
+
+
 def visible(s: Student) -> str:
-    pres, hooks = _registered(s)
+    require_original_add(s)
+    pres, hooks, stale = _registered(s)
     a, b = random_pairs(s.rng, [(1,)])[0]
-    _collect(s, pres, hooks, a, b)  # errors and their causes first, on inputs of its own
+    _output, fresh = _collect(s, pres, hooks, a, b)  # errors and their causes first
     x1, x2, answer = s.get("x1"), s.get("x2"), s.get("answer")
     s.record(x1=x1, x2=x2, answer=answer)
-    compare_tensor_list(answer, [("x1", x1), ("x2", x2), ("output", torch.add(x1, x2))])
+    try:
+        compare_tensor_list(answer, [("x1", x1), ("x2", x2), ("output", torch.add(x1, x2))])
+    except CheckFailed:
+        if stale:
+            raise left_by_an_earlier_run("add", stale, FRESH) from None
+        _registered_once(pres, hooks)
+        _repeats_each_value(fresh, a, b)
+        _calls_piled_up(answer, x1, x2)
+        raise
     return _("`answer` holds [x1, x2, output], in that order.")
 
 
 def hidden(s: Student) -> str:
-    pres, hooks = _registered(s)
+    require_original_add(s)
+    pres, hooks, _stale = _registered(s)
     for trial, (x1, x2) in enumerate(random_pairs(s.rng, SHAPES)):
         output, answer = _collect(s, pres, hooks, x1, x2)
         s.record(**{f"output{trial}": output, f"answer{trial}": answer})
@@ -108,6 +173,8 @@ def hidden(s: Student) -> str:
         try:
             compare_tensor_list(answer, [("x1", x1), ("x2", x2), ("output", x1 + x2)])
         except CheckFailed as failure:
+            _registered_once(pres, hooks)
+            _repeats_each_value(answer, x1, x2)
             raise CheckFailed(f"{fresh}: {failure.message}") from None
     return _("your hooks collect [x1, x2, output] on fresh modules and inputs.")
 

@@ -193,3 +193,16 @@ def require_arity(fn: Callable[..., Any], name: str, expected: str, count: int) 
                 "the kind of hook: look it up in the table at the top of the notebook."
             ).format(name=name, arity=arity, expected=expected, count=count)
         )
+
+
+def redefined(fn: Callable[..., Any]) -> bool:
+    """True when `fn` is a function defined at the top level of a notebook whose name there now
+    names another object: a hook that an earlier run of a cell registered, before the cell ran
+    again (or another cell reused the name). Lambdas, methods and nested functions: False."""
+    target = getattr(fn, "__func__", fn)
+    name = getattr(target, "__name__", None)
+    space = getattr(target, "__globals__", None)
+    if not name or space is None or getattr(target, "__qualname__", name) != name:
+        return False
+    current = space.get(name, _MISSING)
+    return current is not _MISSING and current is not target

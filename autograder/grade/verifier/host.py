@@ -31,6 +31,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+import torch
+
 from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
@@ -158,6 +160,9 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
         # Nothing of the verifier's but this pipe: not its connection to the grader, above all.
         os.closerange(3, write)
         os.closerange(write + 1, _max_fd())
+        # OpenMP's worker threads do not survive a fork: once this process ran a parallel op
+        # (a judge's matmul), a child's next parallel op waits for them forever.
+        torch.set_num_threads(1)
         code = 1
         try:
             _child(exercise, namespace, write)

@@ -4,6 +4,7 @@ scores say, running each answer cell on its own; and code outside an answer cell
 from __future__ import annotations
 
 import pytest
+import torch
 from golden import cases, expected_scores, restored_notebook
 
 from autograder.exercises.kit import registry
@@ -30,6 +31,14 @@ def test_verdicts_match_the_golden_scores(assignment, case):
             got[cell] = (verdict.passed, verdict.message[:160])
             want[cell] = golden[cell] > 0
     assert {cell: passed for cell, (passed, _m) in got.items()} == want, got
+
+
+def test_a_parallel_op_in_the_verifier_does_not_hang_the_next_child():
+    """OpenMP's threads do not survive a fork: after the verifier ran a parallel op (a judge's
+    matmul), mlp_report's check (parallel ops too) still finishes in its forked child."""
+    (torch.rand(500, 500) @ torch.rand(500, 500)).norm()  # starts OpenMP threads here
+    verdicts = verify(build_request(restored_notebook("forward_hooks", "all_correct"), seed))
+    assert all(verdict.passed for verdict in verdicts["mlp_report"].values()), verdicts
 
 
 def test_a_cell_outside_the_answers_cannot_pass_an_exercise():
