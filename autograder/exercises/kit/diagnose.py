@@ -51,6 +51,15 @@ PITFALLS: list[tuple[re.Pattern[str], str]] = [
         ),
     ),
     (
+        re.compile(r"UnboundLocalError: cannot access local variable '(\w+)'"),
+        N_(
+            "assigning to `{name}` anywhere inside a function (`{name} = ...`, `{name} += ...`) "
+            "makes `{name}` a local name of that function, which has no value yet where it is "
+            "first used: change the notebook's object in place through its methods instead of "
+            "assigning to the name."
+        ),
+    ),
+    (
         re.compile(r"'NoneType' object has no attribute '(\w+)'"),
         N_(
             "something your code used is None where a tensor or module was expected (a layer "
@@ -67,7 +76,8 @@ def explain_error(what: str, error: BaseException) -> str:
     for pattern, cause in PITFALLS:
         found = pattern.search(raised)
         if found:
-            fields = dict(zip(("attribute", "name"), found.groups(), strict=False))
+            # A cause with one placeholder names it {attribute} or {name}: either gets the group.
+            fields = dict.fromkeys(("attribute", "name"), (found.groups() or ("",))[0])
             if "takes" in pattern.pattern:
                 fields = {"takes": found.group(1), "given": found.group(2)}
             return _("{what} raised `{error}`: {cause}").format(
