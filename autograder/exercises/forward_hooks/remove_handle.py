@@ -115,13 +115,15 @@ def hidden(s: Student) -> str:
     return _("capture_output works on fresh modules and inputs, and leaves no hook behind.")
 
 
-def _judge(hidden: bool):
+def _judge(rng: torch.Generator, evidence: dict, hidden: bool) -> None:
     # Proves the captured values; that a hook did it and was removed is judged in the kernel.
-    def judge(rng: torch.Generator, evidence: dict) -> None:
-        for trial, (x1, x2) in enumerate(random_pairs(rng, SHAPES[hidden])):
-            expect_close(item(evidence, f"output{trial}"), x1 + x2, f"output of trial {trial}")
-
-    return judge
+    for trial, (x1, x2) in enumerate(random_pairs(rng, SHAPES[hidden])):
+        expect_close(item(evidence, f"output{trial}"), x1 + x2, f"output of trial {trial}")
 
 
-judge_visible, judge_hidden = _judge(False), _judge(True)
+def judge_visible(rng: torch.Generator, evidence: dict) -> None:
+    _judge(rng, evidence, hidden=False)
+
+
+def judge_hidden(rng: torch.Generator, evidence: dict) -> None:
+    _judge(rng, evidence, hidden=True)
