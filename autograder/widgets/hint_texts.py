@@ -6,42 +6,6 @@ of all of them in the cell's source. A hint guides; it never contains a line of 
 """
 
 HINTS: dict[str, list[str]] = {
-    # backward_hooks
-    "backward_collect": [
-        "`grad_input` is the tuple `(gradient w.r.t. x1, gradient w.r.t. x2)`; `grad_output` "
-        "is a tuple with one entry.",
-        "Add the elements of both tuples to `answer`: the inputs' gradients first, then the "
-        "output's.",
-        "A list's `extend` adds each element of a tuple; `append` would add the tuple as one "
-        "entry.",
-    ],
-    "tensor_hook_W": [
-        "A tensor hook receives one argument: the gradient, a tensor shaped like `W`.",
-        "Append it to `answer` and return nothing, so the gradient stays as it is.",
-    ],
-    "tensor_hook_scale": [
-        "A tensor hook that returns a tensor replaces the gradient with it.",
-        "Build a new tensor from `grad`; never change `grad` in place.",
-        "Only `x1` carries the hook, so `x2.grad` is left as autograd computes it.",
-    ],
-    "backward_normalize": [
-        "`grad_input[0]` is the gradient for `x1`, `grad_input[1]` the one for `x2`.",
-        "Dividing both by the same number keeps their ratio. Which number makes them add up to 1?",
-        "Return a new tuple with as many entries as `grad_input`; do not change it in place.",
-    ],
-    "deprecated_quiz": [
-        "The deprecated hook sits on the last operation of `forward`: `output * self.W`.",
-        "Its `grad_input` holds the gradients w.r.t. that operation's two operands, in order.",
-        "In a product, the gradient w.r.t. one factor is the other factor. Match the demo's "
-        "printed values (x1 = 2, x2 = 3, W = 5) against that.",
-    ],
-    "event_order": [
-        "The forward pass comes first: pre-hook, `forward`, forward hook.",
-        "Backward starts at `output`, so the hook on `output` runs before anything inside the "
-        "model.",
-        "A full backward hook may replace `grad_input`, so whatever reads the gradient of `x1` "
-        "waits for it; the gradient of `W` does not.",
-    ],
     # module_apply
     "apply_order": [
         "`apply` is recursive: on each module it first handles all the children, then the "

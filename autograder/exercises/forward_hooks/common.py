@@ -3,9 +3,6 @@ which hooks on a module an earlier run of a cell left there, and a quiz's answer
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -120,18 +117,3 @@ def quiz_answer(s: Student, name: str) -> Any:
         )
     s.record(**{name: value})
     return value
-
-
-def assigns(fn: Callable[..., Any], name: str) -> bool:
-    """True when the source of `fn` assigns to the name `name` (a local name, in a function)."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return False
-    targets = [
-        t
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Assign | ast.AugAssign)
-        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-    ]
-    return any(isinstance(t, ast.Name) and t.id == name for t in targets)

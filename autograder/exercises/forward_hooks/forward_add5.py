@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from autograder.exercises.forward_hooks.common import (
-    assigns,
     left_by_an_earlier_run,
     registered_repeatedly,
     require_original_add,
@@ -14,7 +13,7 @@ from autograder.exercises.forward_hooks.common import (
 from autograder.exercises.forward_hooks.models import make_add
 from autograder.exercises.kit.evidence import random_pairs
 from autograder.exercises.kit.judge import expect_close, item
-from autograder.exercises.kit.student import Student, is_stub, require_arity
+from autograder.exercises.kit.student import Student, assigns, is_stub, require_arity
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.i18n import N_, _
 from autograder.tolerances import close

@@ -9,14 +9,13 @@ import torch
 from torch import nn
 
 from autograder.exercises.forward_hooks.common import (
-    assigns,
     left_by_an_earlier_run,
     split_hooks,
 )
 from autograder.exercises.forward_hooks.models import make_mlp
 from autograder.exercises.kit.evidence import built_from
 from autograder.exercises.kit.judge import Suspicious, expect_close, expect_equal, item
-from autograder.exercises.kit.student import Student, is_stub, require_arity
+from autograder.exercises.kit.student import Student, assigns, is_stub, require_arity
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.i18n import N_, _
 from autograder.tolerances import close

@@ -94,6 +94,11 @@ class Student:
         `module`, in the order they run; found by what is registered, whatever their names."""
         return registered_hooks(module, kind)
 
+    def tensor_hooks_on(self, tensor: Any) -> list[Callable[..., Any]]:
+        """The hooks registered on `tensor` with `tensor.register_hook`, in the order they run;
+        found by what is registered, whatever their names."""
+        return registered_tensor_hooks(tensor)
+
     def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run student code (directly, or through a module that carries their hooks).
 
@@ -140,6 +145,12 @@ def registered_hooks(module: nn.Module, kind: str) -> list[Callable[..., Any]]:
     return list(hooks.values())
 
 
+def registered_tensor_hooks(tensor: Any) -> list[Callable[..., Any]]:
+    # Tensor.register_hook keeps them in `_backward_hooks` (torch has no public way to list them).
+    hooks = getattr(tensor, "_backward_hooks", None) if isinstance(tensor, torch.Tensor) else None
+    return list(hooks.values()) if hooks else []
+
+
 def _globals_of(fn: Callable[..., Any]) -> dict[str, Any] | None:
     target = getattr(fn, "__func__", fn)
     return getattr(target, "__globals__", None)
@@ -158,6 +169,22 @@ def is_stub(fn: Callable[..., Any]) -> bool:
     if not defs:
         return False
     return all(_does_nothing(statement) for statement in defs[0].body)
+
+
+def assigns(fn: Callable[..., Any], name: str) -> bool:
+    """True when `fn`'s source assigns to the plain name `name` (`output = ...`, `grad *= 2`):
+    a hook that rebinds its argument only changes its own local name."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn))))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return False
+    targets = [
+        target
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AugAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    ]
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
 def _does_nothing(statement: ast.stmt) -> bool:

@@ -1,4 +1,8 @@
-"""Reference copy of the backward-hook notebook's model: `Model` with one parameter W."""
+"""The checker's own copy of the backward_hooks notebook's model.
+
+The factory defines the class anew on every call, so nothing a student did to the notebook's
+class (or to an earlier fresh copy) can change what a check measures.
+"""
 
 from __future__ import annotations
 
