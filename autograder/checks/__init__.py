@@ -2,9 +2,6 @@
 
 # Importing the modules registers their checks.
 from autograder.checks import (
-    apply,
-    apply_init,
-    apply_trusted,
     cnn,
     cnn_trusted,
     practice_grads,
@@ -16,9 +13,6 @@ from autograder.checks import (
 from autograder.checks.registry import check, grade_ids, has_hidden
 
 __all__ = [
-    "apply",
-    "apply_init",
-    "apply_trusted",
     "check",
     "cnn",
     "cnn_trusted",

@@ -8,11 +8,11 @@ import math
 import torch
 from torch import nn
 
-from autograder.checks.apply_runner import _checker_classes
 from autograder.checks.evidence import built_from, randint, sample
 from autograder.checks.practice_common import in_check
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
+from autograder.exercises.kit.student import checker_classes
 from autograder.feedback import CheckFailed
 from autograder.models.practice import make_tiny_gpt
 from autograder.tolerances import STD_RTOL
@@ -127,7 +127,7 @@ def _raise_first(untouched, norms, wrong, residual, biases, n_layer: int) -> Non
 def _run_init(s: Student, model: nn.Module) -> None:
     fn = s.function("init_gpt")
     require_arity(fn, "init_gpt", "init_gpt(model)", 1)
-    with _checker_classes(s, fn, model):
+    with checker_classes(s, fn, model):
         s.call("init_gpt(model)", fn, model)
 
 

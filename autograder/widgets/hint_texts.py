@@ -6,45 +6,6 @@ of all of them in the cell's source. A hint guides; it never contains a line of 
 """
 
 HINTS: dict[str, list[str]] = {
-    # module_apply
-    "apply_order": [
-        "`apply` is recursive: on each module it first handles all the children, then the "
-        "module itself.",
-        "Children are visited in the order they were assigned in `__init__`.",
-        "The module you call `apply` on comes last.",
-    ],
-    "apply_init_ones": [
-        "`apply` hands your function every module, containers included: test with `isinstance` "
-        "whether it is one of the four `Function` classes.",
-        "Change the parameters in place inside `with torch.no_grad():`; `module.parameters()` "
-        "yields them.",
-        "A tensor's `fill_` method sets every element to one value.",
-    ],
-    "apply_add_bias": [
-        "Assigning a `Parameter` to a module attribute registers it; a plain tensor is not "
-        "registered.",
-        "Only `Function` modules get a `b`: `Layer_AB` already has a child called `b`.",
-        "Make a new `Parameter` for each module, inside your function, so no two modules share "
-        "one.",
-    ],
-    "apply_init_bias": [
-        "Select the modules as in Exercise 2; now both `W` and `b` must become ones.",
-        "Fill in place under `torch.no_grad()`: a plain tensor cannot replace a registered "
-        "`Parameter`.",
-    ],
-    "apply_linear": [
-        "`linear_transformation` registers a forward hook on each `Function` module, and on no "
-        "other module.",
-        "The hook returns the new output, computed from `input[0]`, `module.W` and `module.b`.",
-        "`x @ W.T + b` works for inputs of shape `(2,)` and `(1, 2)` alike.",
-    ],
-    "apply_nn_init": [
-        "`isinstance(module, nn.Linear)` also matches the subclasses: `Head` and `out_proj`.",
-        "`nn.init.normal_(tensor, mean, std)` and `nn.init.zeros_(tensor)` change a tensor in "
-        "place.",
-        "A layer built with `bias=False` has `bias` set to `None`: skip it. Leave `nn.LayerNorm` "
-        "as it is.",
-    ],
     # cnn_hooks
     "activation_recorder": [
         "You need one hook per layer name, each knowing its name: write a small function that "

@@ -140,6 +140,38 @@ class Student:
                     space[name] = old
 
 
+@contextlib.contextmanager
+def checker_classes(s: Student, fn: Callable[..., object], model: nn.Module) -> Iterator[None]:
+    """While `fn` runs, the notebook's classes (Function_A, Head, ...) are replaced by `model`'s.
+
+    The checker's models are built from its own copies of the classes, so an `isinstance` test
+    against the notebook's classes would never match them. Every global naming such a class, or a
+    tuple holding some (`FUNCTIONS = (Function_A, ...)`), is swapped, and restored afterwards.
+    """
+    target = getattr(fn, "__func__", fn)
+    space = getattr(target, "__globals__", s.namespace)
+    mapping = {}
+    for cls in {type(module) for module in model.modules()}:
+        mine = space.get(cls.__name__)
+        if isinstance(mine, type) and mine is not cls:
+            mapping[mine] = cls
+
+    def swap(value: object) -> object:
+        return mapping.get(value, value) if isinstance(value, type) else value
+
+    with contextlib.ExitStack() as stack:
+        for name, value in list(space.items()):
+            if isinstance(value, tuple):
+                new = tuple(swap(item) for item in value)
+                changed = any(a is not b for a, b in zip(new, value, strict=True))
+            else:
+                new = swap(value)
+                changed = new is not value
+            if changed:
+                stack.enter_context(s.swapped_global([fn], name, new))
+        yield
+
+
 def registered_hooks(module: nn.Module, kind: str) -> list[Callable[..., Any]]:
     hooks = getattr(module, HOOK_DICTS[kind], None) or {}
     return list(hooks.values())

@@ -1,4 +1,9 @@
-"""Reference copies of the apply notebook's models: the seed course's Model and a tiny LM."""
+"""The checker's own copies of the module_apply notebook's models: the seed course's Model and a
+tiny LM.
+
+Each factory defines its classes anew on every call, so nothing a student did to a class in their
+notebook (or to an earlier fresh copy) can change what a check measures.
+"""
 
 from __future__ import annotations
 
