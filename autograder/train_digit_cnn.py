@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.digits import DIGIT_CNN_WEIGHTS, load_digits_images
-from autograder.models.cnn import make_digit_cnn
+from autograder.exercises.cnn_hooks.models import make_digit_cnn
 
 SEED = 0
 STEPS = 30

@@ -4,11 +4,6 @@
 from autograder.checks import (
     cnn,
     cnn_trusted,
-    practice_grads,
-    practice_init,
-    practice_memory,
-    practice_modules,
-    practice_trusted,
 )
 from autograder.checks.registry import check, grade_ids, has_hidden
 
@@ -18,9 +13,4 @@ __all__ = [
     "cnn_trusted",
     "grade_ids",
     "has_hidden",
-    "practice_grads",
-    "practice_init",
-    "practice_memory",
-    "practice_modules",
-    "practice_trusted",
 ]

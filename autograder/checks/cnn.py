@@ -17,8 +17,8 @@ from autograder.checks.evidence import built_from
 from autograder.checks.evidence import randint as _randint
 from autograder.checks.registry import register
 from autograder.checks.student import Student, require_arity
+from autograder.exercises.cnn_hooks.models import make_digit_cnn
 from autograder.feedback import CheckFailed
-from autograder.models.cnn import make_digit_cnn
 from autograder.tolerances import close
 
 FRESH = "On a fresh DigitCNN with new random weights and inputs"

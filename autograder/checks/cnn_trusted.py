@@ -10,7 +10,7 @@ from autograder.checks import cnn
 from autograder.checks.cnn_reference import expected_cam, manual_forward
 from autograder.checks.evidence import randint
 from autograder.checks.trusted import Suspicious, expect_close, expect_equal, item, verifies
-from autograder.models.cnn import make_digit_cnn
+from autograder.exercises.cnn_hooks.models import make_digit_cnn
 
 
 def _tensor_dict(got: object, names: list[str], what: str) -> dict:

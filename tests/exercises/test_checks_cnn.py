@@ -15,7 +15,7 @@ from notebook_runner import run_notebook
 from autograder import CheckFailed, NotDoneYet, check
 from autograder.checks.cnn import _cam_cases
 from autograder.checks.cnn_reference import hooks_left, manual_forward
-from autograder.models.cnn import make_digit_cnn
+from autograder.exercises.cnn_hooks.models import make_digit_cnn
 
 A = "cnn_hooks"
 IDS = ("activation_recorder", "gradient_recorder", "grad_cam")

@@ -17,7 +17,7 @@ from notebook_runner import ROOT, run_notebook
 
 from autograder import CheckFailed, NotDoneYet, check, course, notebooks
 from autograder.cli import exercise_order
-from autograder.models.cnn import make_digit_cnn
+from autograder.exercises.cnn_hooks.models import make_digit_cnn
 from autograder.widgets import progress, show_hints
 from autograder.widgets.explorer import ExplorerPanel, FeatureMapExplorer, capture_feature_maps
 from autograder.widgets.hints import HintPanel, Hints, all_hints

@@ -1,5 +1,9 @@
-"""Reference copies of the hooks-in-practice notebook's models: an MLP, a keyword-called block and
-a tiny GPT."""
+"""The checker's own copies of the hooks_in_practice notebook's models: an MLP, a block called
+with keywords and a tiny GPT.
+
+Each factory defines its classes anew on every call, so nothing a student did to a class in their
+notebook (or to an earlier fresh copy) can change what a check measures.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Reference copy of the CNN notebook's model (seed 002): two conv blocks, one pool, a linear."""
+"""The checker's own copy of the cnn_hooks notebook's model (seed 002): two conv blocks, one pool
+used twice, a linear layer. The factory defines the class anew on every call, so nothing a
+student did to the notebook's class can change what a check measures.
+"""
 
 from __future__ import annotations
 
