@@ -2,15 +2,11 @@
 
 # Importing the modules registers their checks.
 from autograder.checks import (
-    cnn,
-    cnn_trusted,
 )
 from autograder.checks.registry import check, grade_ids, has_hidden
 
 __all__ = [
     "check",
-    "cnn",
-    "cnn_trusted",
     "grade_ids",
     "has_hidden",
 ]

@@ -2,9 +2,10 @@
 
 The maps are captured once, with forward hooks (one per layer, removed right after), for all
 images; moving a slider only redraws. A module called more than once per forward pass (a shared
-pooling layer) gets one entry per call. The picture is built as an array and saved as a
-PNG (no pyplot figure, so nothing leaks into the cell's own output, and a redraw takes
-milliseconds).
+pooling layer) gets one entry per call. The explorer opens on the first layer's channel with the
+widest range of values for the first image, never on a flat, all-zero one. The picture is built
+as an array and saved as a PNG (no pyplot figure, so nothing leaks into the cell's own output,
+and a redraw takes milliseconds).
 """
 
 from __future__ import annotations
@@ -73,12 +74,25 @@ class FeatureMapExplorer:
     def feature_map(self, view: str, channel: int, digit: int) -> torch.Tensor:
         return self.views[view][digit, channel]
 
+    def liveliest_channel(self, view: str, digit: int) -> int:
+        """The channel whose map of image `digit` spreads over the widest range: one that shows
+        something (a ReLU layer may hold channels that are 0 everywhere)."""
+        maps = self.views[view][digit]
+        spread = maps.amax(dim=(1, 2)) - maps.amin(dim=(1, 2))
+        return int(spread.argmax())
+
     def caption(self, view: str, channel: int, digit: int) -> str:
         values = self.feature_map(view, channel, digit)
         label = "" if self.labels is None else f" (label {self.labels[digit]})"
+        low, high = values.min().item(), values.max().item()
+        if low == high:
+            return (
+                f"image {digit}{label} | {view}, channel {channel}: {low:.3g} everywhere, so "
+                "the map is one flat colour: this channel does not respond to this image"
+            )
         return (
             f"image {digit}{label} | {view}, channel {channel}: values from "
-            f"{values.min().item():.3g} (dark) to {values.max().item():.3g} (yellow)"
+            f"{low:.3g} (dark) to {high:.3g} (yellow)"
         )
 
     def png(self, view: str, channel: int, digit: int) -> bytes:
@@ -114,7 +128,10 @@ class ExplorerPanel:
             options=list(explorer.views), value=first, description="layer"
         )
         self.channel = widgets.IntSlider(
-            min=0, max=explorer.channels(first) - 1, description="channel"
+            min=0,
+            max=explorer.channels(first) - 1,
+            value=explorer.liveliest_channel(first, 0),
+            description="channel",
         )
         self.digit = widgets.IntSlider(min=0, max=len(explorer.images) - 1, description="image")
         self.image = widgets.Image(format="png")

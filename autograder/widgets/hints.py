@@ -96,12 +96,8 @@ def exercise_hints(grade_id: str) -> list[str]:
     from autograder.exercises.kit import registry
     from autograder.i18n import _
 
-    if registry.notebook_of(grade_id) is None:  # not converted yet (transition)
-        from autograder.widgets.hint_texts import HINTS
-
-        if grade_id not in HINTS:
-            raise ValueError(f"no hints are written for {grade_id!r}")
-        return HINTS[grade_id]
+    if registry.notebook_of(grade_id) is None:
+        raise ValueError(f"no exercise is called {grade_id!r}")
     hints = getattr(registry.exercise(grade_id), "HINTS", None)
     if not hints:
         raise ValueError(f"no hints are written for {grade_id!r}")
@@ -111,9 +107,8 @@ def exercise_hints(grade_id: str) -> list[str]:
 def all_hints() -> dict[str, list[str]]:
     """grade id -> its hints, for every exercise that has them."""
     from autograder.exercises.kit import registry
-    from autograder.widgets.hint_texts import HINTS  # exercises not converted yet (transition)
 
-    return {**HINTS, **{gid: exercise_hints(gid) for gid in registry.grade_ids()}}
+    return {gid: exercise_hints(gid) for gid in registry.grade_ids()}
 
 
 def show_hints(grade_id: str, hints: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Does every CNN-notebook check accept right answers and name each listed mistake?"""
+"""Does every CNN-notebook check accept right answers and name each listed mistake, with the
+right cause?"""
 
 import os
 import random
@@ -13,12 +14,16 @@ from golden import answers
 from notebook_runner import run_notebook
 
 from autograder import CheckFailed, NotDoneYet, check
-from autograder.checks.cnn import _cam_cases
-from autograder.checks.cnn_reference import hooks_left, manual_forward
+from autograder.exercises.cnn_hooks import activation_recorder
+from autograder.exercises.cnn_hooks.common import manual_forward
+from autograder.exercises.cnn_hooks.grad_cam import cam_cases
 from autograder.exercises.cnn_hooks.models import make_digit_cnn
+from autograder.exercises.kit.hooks import hooks_left
+from autograder.exercises.kit.run import FAILED, run_check
 
 A = "cnn_hooks"
 IDS = ("activation_recorder", "gradient_recorder", "grad_cam")
+NEXT = {"activation_recorder": "gradient_recorder_intro", "gradient_recorder": "grad_cam_intro"}
 
 
 @pytest.fixture(autouse=True)
@@ -50,35 +55,42 @@ def test_solution_notebook_passes_every_check(solved):
     assert all(error is None for error in solved.results.values()), solved.results
 
 
-def test_student_notebook_says_not_done_yet_everywhere():
+def test_student_notebook_says_not_done_yet_everywhere_and_its_demos_cope():
     run = run_notebook(A)
+    assert run.errors == {}  # the run cells and demos say "nothing to show" for the stubs
     assert run.results
     for cell_id, error in run.results.items():
         assert isinstance(error, NotDoneYet), f"{cell_id}: {error!r}"
+    assert "Nothing to plot until Exercise 3 is done" in run.stdout
 
 
 MISTAKES = [
     ("not_detached", "activation_recorder", "is not detached"),
     ("detach_without_clone", "activation_recorder", "overwrote the conv's output"),
     ("one_entry_per_module", "activation_recorder", "runs 2 times in one forward"),
-    ("hooks_left_registered", "activation_recorder", "still registered"),
-    ("hooks_left_registered", "gradient_recorder", "still registered"),
+    ("hooks_left_registered", "activation_recorder", "still registered after"),
+    ("activations_without_finally", "activation_recorder", "when the model's forward raises"),
+    ("notebook_digit_hard_coded", "activation_recorder", "works on the notebook's `digit`"),
+    ("hooks_left_registered", "gradient_recorder", "still registered after"),
     ("tensor_hook_after_inplace", "gradient_recorder", "gradient w.r.t. the ReLU's output"),
-    ("all_scores_backward", "gradient_recorder", "sum of ALL class scores"),
-    ("full_backward_hook_inplace", "gradient_recorder", "output.register_hook"),
-    ("cam_keeps_batch_dim", "grad_cam", "drop the extra dimensions"),
+    ("all_scores_backward", "gradient_recorder", "sum of all ten class scores"),
+    ("full_backward_hook_inplace", "gradient_recorder", "`tensor.register_hook`"),
+    ("gradients_of_inputs", "gradient_recorder", "w.r.t. the layer's input"),
+    ("cam_keeps_batch_dim", "grad_cam", "extra dimensions of size 1"),
     ("cam_without_relu", "grad_cam", "ReLU is missing"),
+    ("cam_upsampled", "grad_cam", "that is the image's size"),
+    ("cam_softmax", "grad_cam", "softmax probability"),
+    ("notebook_digit_hard_coded", "grad_cam", "works on the notebook's `digit`"),
 ]
 
 
-@pytest.mark.parametrize(("case", "grade_id", "phrase"), MISTAKES, ids=[m[0] for m in MISTAKES])
-def test_submitted_mistakes_are_named(case, grade_id, phrase):
-    run = run_notebook(A, section(case, grade_id), until=f"{grade_id}_hidden")
-    visible = failure(run, f"{grade_id}_test")
-    assert phrase in visible, visible
-    with pytest.raises(CheckFailed) as hidden:
-        check(grade_id, run, hidden=True)
-    assert phrase in hidden.value.message, hidden.value.message
+@pytest.mark.parametrize(
+    ("case", "grade_id", "phrase"), MISTAKES, ids=[f"{m[0]}-{m[1]}" for m in MISTAKES]
+)
+def test_named_mistakes_get_their_cause_in_both_checks(case, grade_id, phrase):
+    run = run_notebook(A, section(case, grade_id), until=NEXT.get(grade_id, "summary"))
+    for cell in (f"{grade_id}_test", f"{grade_id}_hidden"):
+        assert phrase in failure(run, cell), failure(run, cell)
 
 
 def test_other_mistakes_are_named():
@@ -94,6 +106,29 @@ def test_other_mistakes_are_named():
     assert "not normalised" in failure(run, "grad_cam_test")
     assert "not normalised" in failure(run, "grad_cam_hidden")
     assert {"gradient_recorder_test", "gradient_recorder_hidden"} <= run.passed()
+
+
+def test_the_copy_a_first_message_leaves_out_comes_as_the_fix():
+    run = run_notebook(
+        A, section("detach_without_clone", "activation_recorder"), until="gradient_recorder_intro"
+    )
+    outcome = run_check("activation_recorder", run)
+    assert outcome.status == FAILED and outcome.fix == activation_recorder.FIX_COPY
+    assert ".clone()" not in outcome.message
+
+
+def test_a_stale_result_in_the_notebook_says_which_cell_to_run_again():
+    run = run_notebook(A, answers(A, "all_correct"), until="gradient_recorder_intro")
+    run["activations"] = {name: [] for name in run["layer_names"]}  # an earlier version's result
+    outcome = run_check("activation_recorder", run)
+    assert outcome.status == FAILED
+    assert "Run the cell under your answer again" in outcome.message
+    stale = run["model"].block1.register_forward_hook(lambda *args: None)
+    try:
+        outcome = run_check("activation_recorder", run)
+        assert "still carries hooks" in outcome.message and "model = DigitCNN()" in outcome.message
+    finally:
+        stale.remove()
 
 
 def test_a_full_backward_hook_works_where_nothing_is_in_place():
@@ -114,19 +149,12 @@ def test_a_full_backward_hook_works_where_nothing_is_in_place():
 def test_every_seed_draws_a_hidden_case_that_catches_the_missing_relu(seed):
     run = run_notebook(A, section("cam_without_relu", "grad_cam"), until="grad_cam_run")
     without_relu = run["grad_cam"]
-    cases = _cam_cases(torch.Generator().manual_seed(seed))
+    cases = cam_cases(torch.Generator().manual_seed(seed))
     assert len(cases) == 3
     assert not all(
         torch.allclose(without_relu(model, layer, x, class_index), cam, atol=1e-6)
         for model, layer, x, class_index, cam in cases
     )
-
-
-def test_inputs_hard_coded_pass_visible_but_not_hidden():
-    run = run_notebook(A, answers(A, "notebook_digit_hard_coded"))
-    assert {"activation_recorder_test", "grad_cam_test"} <= run.passed()
-    for cell in ("activation_recorder_hidden", "grad_cam_hidden"):
-        assert "On a fresh DigitCNN" in failure(run, cell)
 
 
 def test_hidden_checks_leave_the_notebook_as_it_was(solved):
@@ -151,8 +179,9 @@ def test_hidden_checks_draw_fresh_inputs(solved):
 
     for _ in range(2):
         check("activation_recorder", {"record_activations": spy}, hidden=True)
-    assert len(seen) == 6
-    assert len({(tuple(x.shape), x.flatten()[0].item()) for x in seen}) == 6
+    inputs = [x for x in seen if x.shape[1] == 1]  # not the inputs made to raise (3 channels)
+    assert len(inputs) == 6
+    assert len({(tuple(x.shape), x.flatten()[0].item()) for x in inputs}) == 6
 
 
 def test_hidden_cases_follow_torchs_seed_not_pythons(solved):

@@ -236,6 +236,32 @@ def test_explorer_lists_each_call_and_redraws_on_every_control():
     assert bytes(panel.image.value) == expected
 
 
+def test_explorer_opens_on_a_channel_that_shows_something():
+    torch.manual_seed(0)
+    model, images = make_digit_cnn(), torch.rand(2, 1, 16, 16)
+    with torch.no_grad():  # channels 0 to 2 of block1 dead: their ReLU output is 0 everywhere
+        model.block1[0].weight[:3] = 0
+        model.block1[0].bias[:3] = -1
+    explorer = FeatureMapExplorer(model, images, ["block1", "block2"])
+    panel = ExplorerPanel(explorer)
+    shown = explorer.feature_map("block1", panel.channel.value, 0)
+    spreads = [float(m.max() - m.min()) for m in explorer.views["block1"][0]]
+    assert spreads[:3] == [0.0, 0.0, 0.0]
+    assert float(shown.max() - shown.min()) == max(spreads) > 0
+    assert "values from" in panel.caption.value
+    panel.channel.value = 0
+    assert "0 everywhere" in panel.caption.value and "does not respond" in panel.caption.value
+
+
+def test_the_notebooks_explorer_opens_on_a_live_channel():
+    run = run_notebook("cnn_hooks", solutions=True, until="backward_intro")
+    examples = run["examples"]
+    explorer = FeatureMapExplorer(run["model"], examples, ["block1.0", "block1", "pool", "block2"])
+    panel = ExplorerPanel(explorer)
+    shown = explorer.feature_map(panel.layer.value, panel.channel.value, panel.digit.value)
+    assert shown.max() > shown.min()
+
+
 def test_explorer_refuses_a_layer_that_never_runs():
     model = make_digit_cnn()
     model.unused = torch.nn.Linear(2, 2)

@@ -36,7 +36,9 @@ PITFALLS: list[tuple[re.Pattern[str], str]] = [
         ),
     ),
     (
-        re.compile(r"BackwardHookFunctionBackward is a view and is being modified inplace"),
+        # torch 2.13 says "Output 0 of BackwardHookFunction is a view ..."; older ones name the
+        # Backward node.
+        re.compile(r"BackwardHookFunction(?:Backward)? is a view and is being modified inplace"),
         N_(
             "a full backward hook wraps the module's inputs and outputs in views, and a view "
             "changed in place (an in-place ReLU, `+=`) breaks it: register the hook on the "
