@@ -22,9 +22,14 @@ c.Execute.timeout = 60
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\n..."}
 
 # Student feedback shows each test cell's outputs (the checks' messages) but not the hidden tests'
-# code: nbgrader's own ClearHiddenTests runs on the feedback copy too (jupyter/nbgrader#917).
+# code: nbgrader's own ClearHiddenTests runs on the feedback copy too (jupyter/nbgrader#917), on
+# the test cells only, so that a student's own cell mentioning its delimiters cannot make it fail
+# (autograder/grade/feedback.py).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "nbgrader.preprocessors.ClearHiddenTests",
+    "autograder.grade.feedback.ClearHiddenTestsOfTestCells",
 ]
+# Feedback and the formgrader render the students' outputs and Markdown through nbconvert's
+# HTMLExporter: sanitized, no script runs in the student's or the instructor's browser.
+c.HTMLExporter.sanitize_html = True

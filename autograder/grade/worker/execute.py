@@ -22,6 +22,7 @@ from autograder.grade.kernels.template_client import Zygote
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.speedups import kernel_messaging
 from autograder.grade.verifier.client import NotebookVerifier
+from autograder.grade.worker import hygiene
 from autograder.grade.worker.verify import Guard
 
 # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
@@ -45,23 +46,57 @@ TRUNCATED = "[output cut by the grader: this cell printed more than {cap} charac
 
 class CappedExecute(Execute):
     """nbgrader's Execute, keeping at most OUTPUT_CAP characters of each cell's output (errors
-    always kept), so a cell printing 50 MB does not carry 50 MB into every later step."""
+    always kept), so a cell printing 50 MB does not carry 50 MB into every later step.
+
+    A display update (`update_display`, or a display with the same display_id) replaces the data
+    of every output shown with that id, in whichever cell: what it adds to each of those cells
+    counts against that cell's cap, and an update that would pass it is replaced by the note."""
 
     def on_cell_executed(self, **kwargs):
         # Warm kernels put the times of a cell's announcements in its reply (kernel_messaging.py).
         kernel_messaging.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
         super().on_cell_executed(**kwargs)
 
+    def _budget(self) -> tuple[dict[int, int], dict[str, list[list[int]]]]:
+        if not hasattr(self, "_output_used"):
+            self._output_used: dict[int, int] = {}  # cell index -> characters kept
+            self._shown: dict[str, list[list[int]]] = {}  # display id -> [[cell index, size]]
+        return self._output_used, self._shown
+
+    def process_message(self, msg, cell, cell_index):
+        content = msg.get("content") or {}
+        transient = content.get("transient")
+        display_id = transient.get("display_id") if isinstance(transient, dict) else None
+        if display_id and msg.get("msg_type") in ("display_data", "update_display_data"):
+            msg = self._capped_update(msg, display_id)
+        return super().process_message(msg, cell, cell_index)
+
+    def _capped_update(self, msg: dict, display_id: str) -> dict:
+        """`msg`, or a copy whose data is the note when the update would pass a cell's cap."""
+        used, shown = self._budget()
+        targets = shown.get(display_id, [])
+        size = _size(msg["content"])
+        over = any(used.get(c, 0) - old + size > OUTPUT_CAP for c, old in targets)
+        if over:
+            note = {"text/plain": TRUNCATED.format(cap=OUTPUT_CAP)}
+            msg = {**msg, "content": {**msg["content"], "data": note, "metadata": {}}}
+            size = _size(msg["content"])
+        for target in targets:
+            used[target[0]] = used.get(target[0], 0) - target[1] + size
+            target[1] = size
+        return msg
+
     def output(self, outs, msg, display_id, cell_index):
         if msg["msg_type"] not in ("stream", "display_data", "execute_result"):
             return super().output(outs, msg, display_id, cell_index)
-        used = getattr(self, "_output_used", {})
-        self._output_used = used
+        used, shown = self._budget()
         content = msg["content"]
-        size = len(content["text"]) if "text" in content else len(str(content.get("data", "")))
+        size = _size(content)
         left = OUTPUT_CAP - used.get(cell_index, 0)
         used[cell_index] = used.get(cell_index, 0) + size
         if size <= left:
+            if display_id:
+                shown.setdefault(display_id, []).append([cell_index, size])
             return super().output(outs, msg, display_id, cell_index)
         if left > 0 and "text" in content:
             short = {**msg, "content": {**content, "text": content["text"][:left]}}
@@ -74,6 +109,13 @@ class CappedExecute(Execute):
             note["content"] = {"name": "stdout", "text": text}
             return super().output(outs, note, None, cell_index)
         return None
+
+
+def _size(content: dict) -> int:
+    """Characters an output's content adds to the notebook (roughly: its text or its data)."""
+    if "text" in content:
+        return len(content["text"])
+    return len(str(content.get("data", ""))) + len(str(content.get("metadata", "")))
 
 
 class KernelDied(RuntimeError):
@@ -141,6 +183,8 @@ def run_in_warm_kernel(
             _mark_unrun(nb, running.get("index", -1), death)
     if guard is not None:
         guard.verify(nb)
+        hygiene.scrub(nb, guard.secrets())
+    hygiene.sanitize(nb)
     zygote = Zygote.current()
     return KernelRun(death, zygote.peak_rss_mb or None, zygote.weaker)
 

@@ -42,7 +42,8 @@ from autograder.exercises.kit import registry
 from autograder.grade.verifier.client import EVIDENCE_MIMETYPE as MIMETYPE
 from autograder.grade.verifier.client import Facts, LocalVerifiers, VerifierFailed
 from autograder.grade.verifier.request import build_request, exercises_in
-from autograder.grade.worker.scan import Finding, scan_source
+from autograder.grade.worker import hygiene
+from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
 
 FLAG = "tampering suspected"
 ENAME = "TamperingSuspected"
@@ -93,6 +94,7 @@ class Guard:
     timeout: float = 60.0
     exercises: set[str] = field(default_factory=set)  # registered exercises of this notebook
     blanked: dict[int, str] = field(default_factory=dict)  # hidden cells the kernel does not run
+    seeds: set[int] = field(default_factory=set)  # every seed written into a cell the kernel ran
     _verifier: Any = None
 
     @classmethod
@@ -141,21 +143,32 @@ class Guard:
     def _start(self, request: Any) -> Any:
         try:
             return self.run_verifier(request.to_dict())
-        except VerifierFailed:  # once more; then the notebook fails as a grader fault
-            return self.run_verifier(request.to_dict())
+        except (VerifierFailed, OSError, RuntimeError):  # once more; then a grader fault
+            return _as_grader_fault(lambda: self.run_verifier(request.to_dict()))
 
     def _verdicts(self) -> dict:
         if self._verifier is None:
             return {}
         try:
             return self._verifier.verdicts()
-        except VerifierFailed:
-            return self._verifier.again().verdicts()
+        except (VerifierFailed, OSError, RuntimeError):
+            return _as_grader_fault(lambda: self._verifier.again().verdicts())
 
     def _seeded(self, match: re.Match) -> str:
         grade_id, hidden = match.group(1), bool(match.group(2))
         flag = ", hidden=True" if hidden else ""
-        return f'check("{grade_id}", globals(){flag}, seed={self.seed(grade_id, hidden)})'
+        seed = self.seed(grade_id, hidden)
+        self.seeds.add(seed)
+        return f'check("{grade_id}", globals(){flag}, seed={seed})'
+
+    def secrets(self) -> set[str]:
+        """What no output may show: the seeds, and the lines of hidden test cells (the old
+        checks', which the kernel ran, and the exercises', which it never gets)."""
+        hidden = [source for source in self.sources.values() if "hidden=True" in source]
+        hidden += list(self.blanked.values())
+        # As the kernel ran them: with their seeds.
+        hidden += [CHECK_CALL.sub(self._seeded, source) for source in hidden]
+        return {str(seed) for seed in self.seeds} | hygiene.secret_lines(hidden)
 
     def verify(self, nb: Any) -> list[str]:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
@@ -163,9 +176,9 @@ class Guard:
         findings = scan_cells(nb)
         verdicts = self._verdicts()
         facts = self._facts()
-        flags = [f"{FLAG}: {finding}" for finding in findings] + layout_notes(nb, facts)
+        flags = [_flag_text(finding) for finding in findings] + layout_notes(nb, facts)
         for finding_cell, items in _by_cell(nb, findings):
-            text = "\n".join(f"⚠ grader: {FLAG}: {f}" for f in items)
+            text = "\n".join(f"⚠ grader: {_flag_text(f)}" for f in items)
             finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
         for index, cell in enumerate(nb.cells):
             if index in self.sources:
@@ -259,13 +272,13 @@ class Guard:
                 reason = self._verify_evidence(grade_id, hidden, evidence)
                 if reason:
                     return reason
-        # Evidence checked against the notebook's own state (which the kernel controls) is only
-        # self-consistent; only an independent verifier's pass is proof against forgery.
-        unproven = [call for call in calls if call not in facts.independent]
-        if unproven and any(finding.tampers for finding in findings):
+        # These checks run in the student's kernel, and even an independent verifier's pass can
+        # be forged there by code that computes the expected evidence with the package's own
+        # verifiers: once the scan finds such code, no verdict of the kernel is believed.
+        if calls and any(finding.tampers for finding in findings):
             return (
-                "this check's result cannot be proven outside the notebook's kernel, and the "
-                "notebook contains code that tampers with grading (see the flags)"
+                "this check ran in the notebook's kernel, and the notebook contains code that "
+                "tampers with grading (see the flags), so its result cannot be trusted"
             )
         return ""
 
@@ -283,15 +296,49 @@ class Guard:
         return self.verifiers.judge(grade_id, hidden, seed, payload)
 
 
+def _as_grader_fault(attempt: Any) -> Any:
+    """`attempt()`, its failure raised as VerifierFailed: the submission then fails as the
+    grader's fault (batch.py), rather than scoring what the grader could not judge as zero."""
+    try:
+        return attempt()
+    except VerifierFailed:
+        raise
+    except (OSError, RuntimeError) as error:
+        raise VerifierFailed(f"the verifier failed twice ({error})") from error
+
+
 def scan_cells(nb: Any) -> list[Finding]:
-    """Static findings in the cells the student wrote (not the restored locked/test cells)."""
+    """Static findings in the cells the student wrote (not the restored locked/test cells).
+
+    A cell that does not parse cannot have run, unless the kernel read it differently from the
+    scan (an earlier cell changed how IPython reads cells): when the kernel ran it without a
+    syntax error, its finding counts as tampering."""
     found = []
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type != "code" or meta.get("locked") or _is_test_cell(cell):
             continue
-        found += scan_source(cell.source, meta.get("grade_id") or cell.get("id", "?"))
+        for finding in scan_source(cell.source, meta.get("grade_id") or cell.get("id", "?")):
+            if finding.kind == UNPARSABLE and _ran_without_syntax_error(cell):
+                what = f"{finding.what}; yet the kernel ran it without a syntax error"
+                finding = Finding(finding.cell, finding.line, what)
+            found.append(finding)
     return found
+
+
+SYNTAX_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
+
+
+def _ran_without_syntax_error(cell: Any) -> bool:
+    errors = {o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"}
+    return cell.get("execution_count") is not None and not errors & SYNTAX_ERRORS
+
+
+def _flag_text(finding: Finding) -> str:
+    """A finding as the flags and the notebook say it."""
+    if finding.kind == UNPARSABLE:
+        return f"cannot be read: {finding}"
+    return f"{FLAG}: {finding}"
 
 
 def layout_notes(nb: Any, facts: Facts) -> list[str]:
