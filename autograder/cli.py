@@ -87,8 +87,9 @@ def show_results(root: Path) -> None:
     db = course.gradebook_url(root)
     reports.print_tables(db, orders)
     csv_path = reports.write_grades_csv(db, orders, root / "grades.csv")
+    flags_path = reports.write_flags_csv(root, list(orders), root / "flags.csv")
     html_path = reports.write_class_report(db, root, orders, root / "reports" / "class.html")
-    print(f"Grades: {csv_path}\nClass report: {html_path}")
+    print(f"Grades: {csv_path}\nFlags: {flags_path}\nClass report: {html_path}")
 
 
 def build(args: argparse.Namespace) -> int:

@@ -72,11 +72,20 @@ def autograde(
     seconds = time.perf_counter() - start
     console.print(summary(results, seconds))
     _write_summary(summary_json, results, seconds)
-    for result in results:
-        if result.status == "failed":
+    for result in results:  # every failure reason and flag, as plain text (no markup)
+        if result.status == "failed" or result.message:
             where = f"{result.assignment}/{result.student}"
-            console.print(f"  [red]failed[/] {where}: {result.message}")
+            style = "red" if result.status == "failed" else "yellow"
+            console.print(f"  [{style}]{result.status}[/] ", end="")
+            line = printable(f"{where}: {result.message}")
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (a student's folder name may hold escape sequences or
+    newlines) shown as escapes, so what is printed cannot move the instructor's terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _write_summary(path: Path | None, results: list[SubmissionResult], seconds: float) -> None:

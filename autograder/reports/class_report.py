@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
+from autograder.grade.grader.notes import SubmissionNotes, read_notes
 from autograder.gradebook import by_exercise, scores
 from autograder.reports.diagnostics import Diagnostic, read_failures, top_diagnostics
 from autograder.reports.grades_csv import all_students, number
@@ -41,6 +42,7 @@ class AssignmentStats:
     passed: dict[str, int]  # exercise -> students with full marks on it
     diagnostics: dict[str, list[Diagnostic]]
     unreadable: list[str]
+    noted: list[SubmissionNotes]  # submissions with flags or failure reasons
 
 
 def assignment_stats(db_url: str, root: Path, name: str, exercises: list[str]) -> AssignmentStats:
@@ -54,7 +56,10 @@ def assignment_stats(db_url: str, root: Path, name: str, exercises: list[str]) -
                 passed[exercise] += 1
     failures, unreadable = read_failures(root, name)
     diagnostics = top_diagnostics(failures, TOP)
-    return AssignmentStats(name, exercises, totals, max_total, passed, diagnostics, unreadable)
+    noted = [r for r in read_notes(root / "autograded", name) if r.notes or r.status == "failed"]
+    return AssignmentStats(
+        name, exercises, totals, max_total, passed, diagnostics, unreadable, noted
+    )
 
 
 def png(figure: Figure) -> str:
@@ -157,6 +162,21 @@ def diagnostics_table(stats: AssignmentStats) -> str:
     return f'<table class="diagnostics">{head}{"".join(rows)}</table>'
 
 
+def notes_table(stats: AssignmentStats) -> str:
+    """Every flag and failure reason of the assignment's submissions, a row per submission."""
+    if not stats.noted:
+        return '<p class="note">No submission was flagged or failed.</p>'
+    head = "<tr><th>student</th><th>status</th><th>flags and failure reasons</th></tr>"
+    rows = []
+    for record in stats.noted:
+        items = "".join(f"<li>{escape(note)}</li>" for note in record.notes)
+        rows.append(
+            f"<tr><td>{escape(record.student)}</td><td>{escape(record.status)}</td>"
+            f"<td><ul>{items}</ul></td></tr>"
+        )
+    return f'<table class="flags">{head}{"".join(rows)}</table>'
+
+
 def section(stats: AssignmentStats, class_size: int) -> str:
     name = escape(stats.name)
     parts = [
@@ -173,6 +193,11 @@ def section(stats: AssignmentStats, class_size: int) -> str:
         '<p class="note">Numbers and tensor values are shown as # and tensor(…), so the same '
         "mistake with different random values counts once; each student counts once.</p>",
         diagnostics_table(stats),
+        "<h3>Flags and failures</h3>",
+        '<p class="note">What the grader noted about each submission: tampering suspected, '
+        "a kernel that died, cells that timed out, files it refused, submissions it could "
+        "not grade (also in flags.csv).</p>",
+        notes_table(stats),
     ]
     if stats.unreadable:
         who = ", ".join(escape(s) for s in stats.unreadable)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from autograder.grade.grader.notes import read_notes
 from autograder.gradebook import by_exercise, scores
 
 
@@ -14,6 +15,17 @@ def all_students(db_url: str) -> list[str]:
     """Every student in the gradebook, sorted, whether or not they submitted anything."""
     with Gradebook(db_url) as gradebook:
         return sorted(student.id for student in gradebook.students)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def text_cell(text: str) -> str:
+    """`text` as a CSV cell a spreadsheet shows as text: a leading formula character is escaped
+    with a single quote, as OWASP recommends. Student ids come from folder names, which the
+    students chose."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
 def number(value: float) -> str:
@@ -71,6 +83,32 @@ def write_grades_csv(db_url: str, assignments: dict[str, list[str]], path: Path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(columns)
-        writer.writerows(rows)
+        writer.writerow([text_cell(column) for column in columns])
+        writer.writerows([text_cell(row[0]), *row[1:]] for row in rows)
+    return path
+
+
+FLAG_COLUMNS = ["assignment", "student", "status", "note"]
+
+
+def flag_rows(root: Path, assignments: list[str]) -> list[list[str]]:
+    """One row per note of each submission (a flag, a failure reason, a fault graded anyway),
+    and one for a failed submission without any; in assignment, then student order."""
+    rows = []
+    for assignment in assignments:
+        for record in read_notes(Path(root) / "autograded", assignment):
+            notes = record.notes or (("",) if record.status == "failed" else ())
+            rows += [[assignment, record.student, record.status, note] for note in notes]
+    return rows
+
+
+def write_flags_csv(root: Path, assignments: list[str], path: Path) -> Path:
+    """Write every submission's flags and failure reasons to `path` (UTF-8 CSV, one header row),
+    for the instructor to filter: what grades.csv's scores do not say."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(FLAG_COLUMNS)
+        writer.writerows([text_cell(cell) for cell in row] for row in flag_rows(root, assignments))
     return path

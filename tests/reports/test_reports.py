@@ -13,7 +13,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.reports import write_class_report, write_grades_csv
+from autograder.grade.grader.notes import SubmissionNotes, write_notes
+from autograder.reports import write_class_report, write_flags_csv, write_grades_csv
 from autograder.reports.diagnostics import normalise
 
 # nbgrader's own add_submission trips these SQLAlchemy autoflush warnings; they are not ours.
@@ -223,6 +224,37 @@ def test_grades_csv_refuses_repeated_column_names(course, tmp_path):
     twice = {"forward_hooks": ["forward_collect"], "module_apply": ["forward_collect"]}
     with pytest.raises(ValueError, match="forward_collect"):
         write_grades_csv(db_url, twice, tmp_path / "grades.csv")
+
+
+FORMULA_IDS = ["=cmd|' -C calc'!A0", "@SUM(1+1)", "+1", "-2", "\tx", "\rx", "plain"]
+
+
+def test_grades_csv_and_flags_csv_neutralise_cells_a_spreadsheet_would_run(tmp_path):
+    # OWASP's rule for CSV injection: a cell starting with = + - @, a tab or a carriage
+    # return gets a leading single quote; a student's id is a folder name the student chose.
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(db_url) as gradebook:
+        gradebook.add_assignment("forward_hooks")
+        gradebook.add_notebook("forward_hooks", "forward_hooks")
+        gradebook.add_grade_cell(
+            "forward_collect_test", "forward_hooks", "forward_hooks", max_score=1, cell_type="code"
+        )
+        for student in FORMULA_IDS:
+            gradebook.add_student(student)
+    exercises = {"forward_hooks": ["forward_collect"]}
+    with write_grades_csv(db_url, exercises, tmp_path / "grades.csv").open(newline="") as file:
+        students = [row[0] for row in list(csv.reader(file))[1:]]
+    expected = {s if s == "plain" else f"'{s}" for s in FORMULA_IDS}
+    assert set(students) == expected
+    for student in FORMULA_IDS:
+        write_notes(
+            tmp_path / "autograded", SubmissionNotes(student, "forward_hooks", "failed", ("=1+1",))
+        )
+    with write_flags_csv(tmp_path, ["forward_hooks"], tmp_path / "flags.csv").open(
+        newline=""
+    ) as file:
+        rows = list(csv.reader(file))[1:]
+    assert {row[1] for row in rows} == expected and {row[3] for row in rows} == {"'=1+1"}
 
 
 # --------------------------------------------------------------------------------- HTML report

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
@@ -26,11 +26,17 @@ from traitlets.config import Config
 
 from autograder.grade import collector
 from autograder.grade.grader.converter import EngineAutograde
-from autograder.grade.grader.inspect_submission import submission_problems
+from autograder.grade.grader.inspect_submission import (
+    read_plain_file,
+    submission_problems,
+    unsafe_entries,
+)
+from autograder.grade.grader.notes import SubmissionNotes, write_notes
 from autograder.grade.grader.snapshot import GradebookSnapshot
 from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.settings import load_config
+from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.worker.execute import TRUNCATED
 from autograder.grade.worker.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
 from autograder.grade.worker.verify import course_secret
@@ -48,6 +54,7 @@ class SubmissionResult:
     # output, a notebook that is not the released one): plain sentences joined by "; ".
     message: str = ""
     kernel_peak_rss_mb: float | None = None
+    notes: list[str] = field(default_factory=list)  # the sentences `message` joins
 
 
 def submitted_students(coursedir: CourseDirectory, assignment: str, pattern: str) -> list[str]:
@@ -186,6 +193,10 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
             stopping.set()
 
 
+class UnsafeSubmission(Exception):
+    """A submission folder holding a link, a device or a FIFO (inspect_submission.py)."""
+
+
 @dataclass
 class Staged:
     """A submission whose bookkeeping is done (Batch.stage): its notebooks are next."""
@@ -242,19 +253,31 @@ class Batch:
         files. A result instead when it is skipped (graded before, no --force) or fails; never
         raises."""
         start = time.perf_counter()
-        converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
-        converter.force = self.force
-        source = Path(converter._format_source(self.assignment, student))
-        converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
-        staged = Staged(student, converter, source)
+        staged = None
         try:
+            converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
+            converter.force = self.force
+            source = Path(converter._format_source(self.assignment, student))
+            staged = Staged(student, converter, source)
             with self.gradebook_lock:
                 if not converter.init_destination(self.assignment, student):
                     return SubmissionResult(student, self.assignment, "skipped", 0.0)
+                # Before nbgrader copies anything: it follows links.
+                submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
+                unsafe = unsafe_entries(submitted, student, self.assignment)
+                if unsafe:
+                    raise UnsafeSubmission(unsafe)
+                converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
                 converter.start_staging(self.assignment, student)
                 converter.init_assignment(self.assignment, student)
         except Exception as error:  # one submission never stops the batch
-            return self._failed(staged, error, time.perf_counter() - start)
+            seconds = time.perf_counter() - start
+            if staged is None:
+                message = f"could not be staged: {_describe(error)}"
+                result = SubmissionResult(student, self.assignment, "failed", seconds, message)
+                result.notes = [message]
+                return self._noted(result)
+            return self._failed(staged, error, seconds)
         staged.seconds = time.perf_counter() - start
         return staged
 
@@ -268,27 +291,45 @@ class Batch:
                 self._grade_notebook(converter, student, notebook)
                 for notebook in converter.notebooks
             ]
+            notes = _problems(staged.source, self.assignment)
+            notes += [note for result in results for note in self._execution_notes(result)]
             with self.gradebook_lock:
                 converter.set_permissions(self.assignment, student)
                 converter.finish_staging(self.assignment, student)
         except Exception as error:  # one submission never stops the batch
             return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
-        notes = submission_problems(staged.source, self.assignment)
-        notes += [note for result in results for note in self._execution_notes(result)]
         peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
-        return SubmissionResult(
-            student,
-            self.assignment,
-            "graded",
-            staged.seconds + time.perf_counter() - start,
-            "; ".join(notes),
-            max(peaks) if peaks else None,
+        seconds = staged.seconds + time.perf_counter() - start
+        peak = max(peaks) if peaks else None
+        result = SubmissionResult(
+            student, self.assignment, "graded", seconds, "; ".join(notes), peak, notes
         )
+        return self._noted(result)
 
     def _failed(self, staged: Staged, error: Exception, seconds: float) -> SubmissionResult:
-        staged.converter.discard(self.assignment, staged.student)
-        message = self._explain(error, staged.source)
-        return SubmissionResult(staged.student, self.assignment, "failed", seconds, message)
+        notes = self._explain(error, staged.source)
+        try:
+            staged.converter.discard(self.assignment, staged.student)
+        except Exception as cleanup:  # a folder it could not remove: say so, go on
+            notes.append(f"its autograded folder could not be removed ({_describe(cleanup)})")
+        message = "; ".join(notes)
+        result = SubmissionResult(staged.student, self.assignment, "failed", seconds, message)
+        result.notes = notes
+        return self._noted(result)
+
+    def _noted(self, result: SubmissionResult) -> SubmissionResult:
+        """`result`, its status and notes kept beside its autograded folder for the reports
+        (notes.py); a file that cannot be written is a note of the result itself."""
+        autograded = Path(self.coursedir.root) / self.coursedir.autograded_directory
+        notes = tuple(result.notes)
+        try:
+            write_notes(
+                autograded, SubmissionNotes(result.student, result.assignment, result.status, notes)
+            )
+        except Exception as error:
+            result.notes.append(f"its notes could not be kept for the reports ({_describe(error)})")
+            result.message = "; ".join(result.notes)
+        return result
 
     def _grade_notebook(
         self, converter: EngineAutograde, student: str, notebook: str
@@ -299,7 +340,7 @@ class Batch:
         # The kernel's working folder, as in nbgrader (whose sanitize pass has written it by now).
         destination.mkdir(parents=True, exist_ok=True)
         job = NotebookJob(
-            text=Path(notebook).read_bytes().decode("utf-8"),
+            text=read_plain_file(Path(notebook)).decode("utf-8"),
             resources={"nbgrader": dict(resources["nbgrader"])},
             snapshot=self.snapshot,
             config=self.plain_config,
@@ -312,10 +353,16 @@ class Batch:
             converter.save(resources, result)
         return result
 
-    def _explain(self, error: Exception, source: Path) -> str:
+    def _explain(self, error: Exception, source: Path) -> list[str]:
         """Why a submission failed, in plain words where the cause is known."""
-        problems = submission_problems(source, self.assignment)
-        return "; ".join(problems) if problems else _describe(error)
+        if isinstance(error, UnsafeSubmission):
+            return list(error.args[0])
+        if isinstance(error, VerifierFailed):
+            return [
+                f"grader fault, not the student's: {error}; nothing was graded (grade it "
+                "again; if it keeps failing, report it)"
+            ]
+        return _problems(source, self.assignment) or [_describe(error)]
 
     def _execution_notes(self, result: NotebookResult) -> list[str]:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
@@ -333,11 +380,24 @@ class Batch:
                 notes.append(f"cell {name} timed out after {timeout} s and was interrupted")
             if "MemoryError" in errors:
                 notes.append(f"cell {name} ran out of memory (MemoryError, limit {memory} MiB)")
-            if any(TRUNCATED[:20] in "".join(o.get("text", "")) for o in outputs):
+            shown = ["".join(o.get("text", "")) for o in outputs]
+            shown += ["".join(o.get("data", {}).get("text/plain", "")) for o in outputs]
+            if any(TRUNCATED[:20] in text for text in shown):
                 notes.append(f"cell {name} printed too much; its output was cut")
         return notes
 
 
+def _problems(source: Path, assignment: str) -> list[str]:
+    """submission_problems, which reads files a student made: their faults are its own."""
+    try:
+        return submission_problems(source, assignment)
+    except (OSError, ValueError, RecursionError, MemoryError) as error:
+        return [f"the submitted files could not be inspected ({_describe(error)})"]
+
+
 def _describe(error: BaseException) -> str:
-    lines = traceback.format_exception_only(type(error), error)
-    return lines[-1].strip()[:500]
+    try:
+        lines = traceback.format_exception_only(type(error), error)
+        return lines[-1].strip()[:500]
+    except Exception:  # an error whose text cannot be made (RecursionError in its repr, ...)
+        return type(error).__name__
