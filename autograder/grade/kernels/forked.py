@@ -41,7 +41,19 @@ def _become_kernel(request: dict) -> None:
     app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
     app.initialize(argv)
     kernel_messaging.drop_unheard_log_records(app.log)
+    if "seal_fd" in request:  # sandboxed: its sockets are bound, its folder now goes read-only
+        ports = [app.shell_port, app.iopub_port, app.stdin_port, app.control_port, app.hb_port]
+        _sealed(request["seal_fd"], [f"{app.ip}-{port}" for port in ports])
     app.start()
+
+
+def _sealed(seal_fd: int, sockets: list[str]) -> None:
+    """isolation.seal_when_listening, or the end of this process before any student code."""
+    try:
+        isolation.seal_when_listening(seal_fd, sockets)
+    except OSError as error:
+        print(f"kernel set-up failed: {error}", file=sys.stderr, flush=True)
+        os._exit(1)
 
 
 def _become_verifier(request: dict) -> None:
@@ -55,7 +67,9 @@ def _become_verifier(request: dict) -> None:
     from autograder.grade.verifier import host
     from autograder.grade.verifier.protocol import SOCKET
 
-    host.serve(os.path.join(request["kernel_dir"], SOCKET))
+    path = os.path.join(request["kernel_dir"], SOCKET)
+    seal_fd = request.get("seal_fd")
+    host.serve(path, on_listening=None if seal_fd is None else lambda: _sealed(seal_fd, [path]))
 
 
 @dataclass
@@ -76,13 +90,15 @@ class Kernels:
         self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
         self.ended: dict[int, tuple[int, float, float, str]] = {}
         self.verifier: int | None = None  # the pid of the verifier process, while it runs
+        # The sockets on which sandboxed kernels ask to have their folder sealed, and the folder.
+        self.sealing: dict[socket.socket, str] = {}
 
     def start(self, request: dict, *inherited: socket.socket) -> int:
         request = {**request, **self.config}
         limits = Limits.from_dict(request.get("limits"))
 
-        def close_inherited() -> None:
-            for sock in inherited:
+        def close_inherited() -> None:  # a kernel must not hold another kernel's seal socket
+            for sock in [*inherited, *self.sealing]:
                 sock.close()
 
         init = None
@@ -95,7 +111,8 @@ class Kernels:
         gc.freeze()
         become = _become_verifier if request.get("role") == "verifier" else _become_kernel
         if self.config["sandboxed"]:
-            pid, init = isolation.fork_isolated(request, close_inherited, become)
+            pid, init, channel = isolation.fork_isolated(request, close_inherited, become)
+            self.sealing[channel] = request["kernel_dir"]
         else:
             pid = os.fork()
             if pid == 0:
@@ -110,6 +127,10 @@ class Kernels:
         if init is not None:
             self.inits[init] = pid
         return pid
+
+    def seal(self, channel: socket.socket) -> None:
+        """Answer the kernel asking on `channel` to have its folder sealed (isolation.py)."""
+        isolation.seal_folder_of(channel, self.sealing.pop(channel))
 
     def reap(self) -> None:
         while True:

@@ -196,9 +196,12 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
         while not parent or os.getppid() == parent:
             kernels.reap()
             wait = kernels.enforce_wall_clock()
-            ready, _, _ = select.select([server, *templates.pending()], [], [], wait)
+            waiting = [server, *templates.pending(), *kernels.sealing]
+            ready, _, _ = select.select(waiting, [], [], wait)
             for pipe in ready:
-                if pipe is not server:
+                if pipe in kernels.sealing:
+                    kernels.seal(pipe)
+                elif pipe is not server:
                     templates.on_ready(pipe)
             if server not in ready:
                 continue
@@ -206,7 +209,8 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
             request = json.loads(connection.makefile("r").readline() or "{}")
             op = request.get("op")
             if op == "preload":  # answered once its modules are imported (connection kept open)
-                templates.request(connection, list(request.get("modules", [])), [server])
+                held = [server, *kernels.sealing]  # a child template must not hold them
+                templates.request(connection, list(request.get("modules", [])), held)
                 continue
             if op == "stop":
                 _answer(connection, {})
@@ -223,7 +227,7 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
                 elif op == "info":
                     reply = config
                 elif op == "verifier":
-                    held = [server, connection, *templates.held()]
+                    held = [server, connection, *templates.held(), *kernels.sealing]
                     verifier = kernels.verifier_path(path, held, request.get("failed"))
                     reply = {"path": verifier, "pid": kernels.verifier}
                 else:

@@ -109,7 +109,9 @@ def bwrap_command(run_dir: str, settings: SandboxSettings) -> list[str] | None:
         return None
     command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net"]
     command += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    capabilities = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
+    # CAP_SYS_CHROOT with CAP_SYS_ADMIN: to enter a kernel's mount namespace and seal its
+    # folder once its sockets exist (isolation.seal_folder_of); kernels drop every capability.
+    capabilities = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_CHROOT"]
     if os.geteuid() != 0:
         command += ["--unshare-user", "--uid", "0", "--gid", "0"]
         capabilities.append("CAP_SETFCAP")

@@ -16,6 +16,8 @@ When the kernel ends, the zygote kills its init, and so every process it left be
 
 from __future__ import annotations
 
+import array
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -23,11 +25,20 @@ import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Callable
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    0x4000,
+)
 MS_PRIVATE = 1 << 18
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -95,11 +106,19 @@ def _private_mounts(
     hidden = [p for p in shown if _inside(p, ["/tmp", "/dev/shm", run_dir]) and os.path.isdir(p)]
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in hidden}
     owner = f"mode=0700,uid={uid},gid={gid}"
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
+    # Bounded in bytes and in files (inodes): a tmpfs's default allows half the machine's pages.
+    scratch = f"size={scratch_mb}m,nr_inodes={SCRATCH_FILES},mode=1777"
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, scratch)
     if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size=16m,{owner}")
+        _mount(
+            "tmpfs",
+            "/dev/shm",
+            "tmpfs",
+            MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            f"size=16m,nr_inodes=1024,{owner}",
+        )
     if os.path.isdir(run_dir):  # not under /tmp: hide it the same way
-        _mount("tmpfs", run_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        _mount("tmpfs", run_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755")
     os.makedirs(kernel_dir, exist_ok=True)
     _mount(f"/proc/self/fd/{own}", kernel_dir, None, MS_BIND)
     os.close(own)
@@ -143,13 +162,19 @@ def _become_unprivileged(uid: int | None) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def fork_isolated(request: dict, in_child: Callable[[], None], become_kernel) -> tuple[int, int]:
+def fork_isolated(
+    request: dict, in_child: Callable[[], None], become_kernel
+) -> tuple[int, int, socket.socket]:
     """In the zygote: fork a kernel into a new pid namespace (under a `sleep` as its init), and
-    return (kernel pid, init pid). In the child, `in_child` runs first, then the kernel isolates
-    itself (isolate_self) and becomes a kernel; it never returns there."""
-    global _own_pid_namespace
+    return (kernel pid, init pid, the socket on which it will ask to have its folder sealed:
+    `seal_folder_of`). In the child, `in_child` runs first, then the kernel isolates itself
+    (isolate_self) and becomes a kernel, `request["seal_fd"]` its end of that socket; it never
+    returns there."""
+    global _own_pid_namespace, _own_mount_namespace
     if _own_pid_namespace is None:
         _own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        _own_mount_namespace = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # Processes forked from now on go in a new pid namespace, until setns below.
     _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
     try:
@@ -161,9 +186,13 @@ def fork_isolated(request: dict, in_child: Callable[[], None], become_kernel) ->
         except OSError:
             os.kill(init, signal.SIGKILL)
             os.waitpid(init, 0)
+            ours.close()
+            theirs.close()
             raise
         if kernel == 0:
+            ours.close()
             in_child()
+            request = {**request, "seal_fd": theirs.detach()}
             try:
                 isolate_self(request)
             except OSError as error:  # no student code has run: a plain failure
@@ -175,12 +204,14 @@ def fork_isolated(request: dict, in_child: Callable[[], None], become_kernel) ->
                 os._exit(0)
     finally:
         _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
-    return kernel, init
+    theirs.close()
+    return kernel, init, ours
 
 
 def isolate_self(request: dict) -> None:
     """In the forked kernel (pid 2 of its namespace), before any student code."""
     os.close(_own_pid_namespace)
+    os.close(_own_mount_namespace)
     uid = request.get("kernel_uid")
     owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
@@ -190,27 +221,125 @@ def isolate_self(request: dict) -> None:
 
 
 _own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
+_own_mount_namespace: int | None = None  # the zygote's, to return to after each seal
+
+SEALED = b"sealed"
+SCRATCH_FILES = 20_000  # files and folders a kernel may make in its /tmp
+
+
+def seal_when_listening(seal_fd: int, sockets: list[str], wait_s: float = 10.0) -> None:
+    """In a kernel (or a verifier), once its sockets are bound and before any student code:
+    have the zygote make the kernel's folder read-only in the kernel's mount namespace. That
+    folder is the one place of the host's disk the kernel sees (bound from the zygote's run
+    folder); it needs to be writable only to create the sockets. Raises OSError if the folder
+    is not sealed after it (the kernel must then not run student code)."""
+    deadline = time.monotonic() + wait_s
+    while not all(os.path.exists(path) for path in sockets):  # ipykernel binds its heartbeat
+        if time.monotonic() > deadline:  # socket on a thread of its own
+            raise OSError(f"the kernel's sockets did not appear within {wait_s:.0f} s")
+        time.sleep(0.001)
+    namespace = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    with socket.socket(fileno=seal_fd) as channel:
+        channel.settimeout(wait_s)
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [namespace]))]
+        channel.sendmsg([b"seal"], rights)
+        os.close(namespace)
+        reply = channel.recv(4096)
+    folder = os.path.dirname(sockets[0])
+    if reply != SEALED or not os.statvfs(folder).f_flag & os.ST_RDONLY:
+        why = reply.decode(errors="replace") or "no answer"
+        raise OSError(f"the kernel's folder could not be made read-only ({why})")
+
+
+def seal_folder_of(channel: socket.socket, folder: str) -> None:
+    """In the zygote: answer a kernel's seal_when_listening on `channel` (then closed): make
+    `folder` read-only in the mount namespace it sent. The zygote enters that namespace for the
+    one remount (it alone has the capabilities for it) and comes back at once; the kernel has
+    run no student code yet, so the namespace is as isolate_self made it."""
+    with channel:
+        try:
+            _message, rights, _flags, _address = channel.recvmsg(16, socket.CMSG_SPACE(4))
+        except OSError:
+            return
+        fds = [
+            fd
+            for level, kind, data in rights
+            if kind == socket.SCM_RIGHTS
+            for fd in array.array("i", data[: len(data) - len(data) % 4])
+        ]
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return  # the kernel died, or did not send its namespace: it will not go on
+        try:
+            _remount_read_only(fds[0], folder)
+            reply = SEALED
+        except OSError as error:
+            reply = f"seal failed: {error}".encode()
+        finally:
+            os.close(fds[0])
+        with contextlib.suppress(OSError):
+            channel.sendall(reply)
+
+
+def _remount_read_only(namespace: int, folder: str) -> None:
+    here = os.open(".", os.O_PATH | os.O_DIRECTORY)
+    _check(_libc.setns(namespace, CLONE_NEWNS), "setns into the kernel's mount namespace")
+    try:
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+        _mount(None, folder, None, flags)
+        if not os.statvfs(folder).f_flag & os.ST_RDONLY:
+            raise OSError(f"{folder} is still writable")
+    finally:
+        if _libc.setns(_own_mount_namespace, CLONE_NEWNS) != 0:
+            # Forking kernels from inside a kernel's mount namespace would give them its view.
+            print("the kernel template could not return to its mount namespace", flush=True)
+            os._exit(70)
+        os.fchdir(here)
+        os.close(here)
 
 
 def self_test(run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | None:
-    """Isolate one do-nothing kernel exactly as for a real one; None if that works, else why.
-    The zygote runs it in bwrap before it listens or imports torch (zygote.serve)."""
+    """Isolate one do-nothing kernel exactly as for a real one, sealing its folder too; None if
+    that works, else why. The zygote runs it in bwrap before it listens or imports torch
+    (zygote.serve)."""
     kernel_dir = os.path.join(run_dir, "self-test")
     os.makedirs(kernel_dir, exist_ok=True)
+    os.chmod(kernel_dir, 0o777)  # it binds a socket there as a kernel does, as nobody
     request = {"kernel_dir": kernel_dir, "run_dir": run_dir, "scratch_mb": 1, "shown": shown}
 
     def check(request: dict) -> None:  # the kernel must still see the environment and package
-        os._exit(0 if all(os.path.isdir(path) for path in shown) else 3)
+        if not all(os.path.isdir(path) for path in shown):
+            os._exit(3)
+        path = os.path.join(request["kernel_dir"], "self-test.sock")
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listening.bind(path)
+        try:
+            seal_when_listening(request["seal_fd"], [path])
+        except OSError:
+            os._exit(4)
+        try:  # sealed: nothing more can be written there
+            open(os.path.join(request["kernel_dir"], "written"), "w").close()
+        except OSError:
+            os._exit(0)
+        os._exit(5)
 
     try:
-        kernel, init = fork_isolated({**request, "kernel_uid": kernel_uid}, lambda: None, check)
+        kernel, init, channel = fork_isolated(
+            {**request, "kernel_uid": kernel_uid}, lambda: None, check
+        )
     except OSError as error:
         return str(error)
+    seal_folder_of(channel, kernel_dir)
     _, status = os.waitpid(kernel, 0)
     os.kill(init, signal.SIGKILL)
     os.waitpid(init, 0)
-    if os.waitstatus_to_exitcode(status) == 3:
-        return "an isolated kernel could not see the Python environment or the package"
-    if os.waitstatus_to_exitcode(status) != 0:
-        return f"an isolated kernel could not set itself up (exit status {status})"
+    why = {
+        3: "an isolated kernel could not see the Python environment or the package",
+        4: "an isolated kernel's folder could not be made read-only",
+        5: "an isolated kernel's folder stayed writable after it was sealed",
+    }
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        return why.get(code, f"an isolated kernel could not set itself up (exit status {status})")
     return None

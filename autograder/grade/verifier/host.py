@@ -44,8 +44,10 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a child's outcomes and evidence; more fails the exercise
 
 
-def serve(path: str, accept_within: float = 60.0) -> None:
-    """Answer one request on a Unix socket at `path`: a JSON line in, the verdicts as one out."""
+def serve(path: str, accept_within: float = 60.0, on_listening: Any = None) -> None:
+    """Answer one request on a Unix socket at `path`: a JSON line in, the verdicts as one out.
+    `on_listening()` runs once the socket exists, before anything else (the sandbox seals the
+    verifier's folder then, before any answer cell runs)."""
     import socket
 
     # Not dumpable: the children this process forks (student code) can neither ptrace it nor
@@ -57,6 +59,8 @@ def serve(path: str, accept_within: float = 60.0) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
+    if on_listening is not None:
+        on_listening()
     server.settimeout(accept_within)
     connection, _address = server.accept()
     server.close()

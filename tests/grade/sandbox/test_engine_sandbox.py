@@ -44,6 +44,25 @@ def _probe(name, attempt):
 """
 
 
+# The kernel's own folder (its connection file and sockets, a bind of the zygote's run folder on
+# the host's disk), found in its mount table: 2000 files of 75 kB must not land there. And its
+# private /tmp holds at most isolation.SCRATCH_FILES files (20,000), whatever their size.
+OWN_FOLDER = """
+def _fill_own_folder():
+    mounts = [line.split()[4] for line in open('/proc/self/mountinfo')]
+    folder = next(m for m in mounts if '/kernels/' in m)
+    for i in range(2000):
+        with open(os.path.join(folder, f'junk{i}'), 'wb') as file:
+            file.write(b'x' * 75_000)
+_probe('own folder', _fill_own_folder)
+def _fill_scratch():  # its own /tmp is bounded in files too, not only in bytes
+    os.makedirs('/tmp/many', exist_ok=True)
+    for i in range(30_000):
+        open(f'/tmp/many/{i}', 'w').close()
+_probe('scratch files', _fill_scratch)
+"""
+
+
 def _attacks(root: Path, port: int, run_dir: str) -> dict[str, str]:
     """case: code that runs before the right answer of an exercise (the last, mlp_report, but
     the first, forward_collect, for the endless one, so that many cells wait behind it)."""
@@ -53,6 +72,10 @@ def _attacks(root: Path, port: int, run_dir: str) -> dict[str, str]:
     other_student = course.notebook_path("submitted/all_correct", ASSIGNMENT, root)
     read = lambda path: f"lambda: open({str(path)!r}, 'rb').read(64)"  # noqa: E731
     write = lambda path: f"lambda: open({str(path)!r}, 'w').write('x')"  # noqa: E731
+    package = "'auto' + 'grader'"
+    write_in = lambda folder, name: (  # noqa: E731
+        f"lambda: open(os.path.join({str(folder)!r}, {package}, {name!r}), 'w').write('x')"
+    )
     return {
         "network": PROBE
         + f"_probe('loopback', lambda: socket.create_connection(('127.0.0.1', {port}), 3))\n"
@@ -67,9 +90,12 @@ def _attacks(root: Path, port: int, run_dir: str) -> dict[str, str]:
         "writes": PROBE
         + f"_probe('course root', {write(root / 'pwned')})\n"
         + f"_probe('site-packages', {write(Path(site) / 'pwned.py')})\n"
-        + f"_probe('autograder package', {write(repo / 'autograder' / 'pwned.py')})\n"
+        # The package's name made at run time: the scan flags it in a string (test_scan.py),
+        # and this probe is about what the sandbox lets through.
+        + f"_probe('the package', {write_in(repo, 'pwned.py')})\n"
         + "_probe('etc', lambda: open('/etc/pwned', 'w'))\n"
         + f"_probe('run folder', {write(run_dir + '/control/pwned')})\n"
+        + OWN_FOLDER
         + "open('/tmp/hooklab-scratch-pwned', 'w').write('mine')  # the kernel's own /tmp\n",
         "fork_bomb": "import os, time\n"
         "started = 0\n"
@@ -161,8 +187,17 @@ def test_every_probe_was_blocked(sandboxed):
     assert blocked == {
         "network": ["loopback", "outside", "zygote"],
         "reads": ["solutions", "gradebook", "other student", "repo solutions", "repo tests"],
-        "writes": ["course root", "site-packages", "autograder package", "etc", "run folder"],
+        "writes": [
+            "course root",
+            "site-packages",
+            "the package",
+            "etc",
+            "run folder",
+            "own folder",
+        ],
     }
+    # Refused by the file system (read-only), not missed: the folder was found.
+    assert "BLOCKED own folder: OSError" in _outputs(root, "writes")
 
 
 def test_no_connection_reached_the_grader_and_nothing_was_written(sandboxed, loopback_server):
