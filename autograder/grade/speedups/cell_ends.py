@@ -73,6 +73,10 @@ def install_in_kernel() -> None:
 
     original_send, original_status = jupyter_session.Session.send, Kernel._publish_status
     original_forward = IOPubThread._handle_pipe_msg
+    # Bound here, not looked up in this module when a message goes out: a notebook that replaces
+    # the package's functions (it can reach them) must not stop its kernel from replying.
+    parent_id, counting_class, forwarded_parent_id = _parent_id, _Counting, _forwarded_parent_id
+    reply_instead_of_idle = _send_reply_instead_of_idle
 
     def send(self, stream, msg_or_type, content=None, parent=None, ident=None, *args, **kwargs):
         counting = _counting
@@ -81,12 +85,12 @@ def install_in_kernel() -> None:
         if msg_or_type == "execute_reply" and counting.reply is None and not args:
             header, metadata = kwargs.get("header"), kwargs.get("metadata")
             message = self.msg(msg_or_type, content, parent, header, metadata)
-            if _parent_id(message) == counting.request_id:
+            if parent_id(message) == counting.request_id:
                 counting.reply = (self, stream, message, ident, kwargs.get("buffers"))
                 return message  # what stock send returns; sent at the idle status's place
         if isinstance(stream, BackgroundSocket | IOPubThread):
             if isinstance(msg_or_type, dict):
-                request = _parent_id(msg_or_type)
+                request = parent_id(msg_or_type)
             else:
                 request = jupyter_session.extract_header(parent or {}).get("msg_id")
             # Counted before it is queued: whatever the IOPub thread sends before the count is
@@ -99,7 +103,7 @@ def install_in_kernel() -> None:
         counting = _counting
         forwarded = self._pipe_flag and self._is_master_process() and msg[:1] == [self._pipe_uuid]
         if counting is not None and forwarded:
-            counting.add(_forwarded_parent_id(msg[1:]))
+            counting.add(forwarded_parent_id(msg[1:]))
         return original_forward(self, msg)
 
     def _publish_status(self, status, channel, parent=None):
@@ -109,11 +113,11 @@ def install_in_kernel() -> None:
             header = request.get("header", {})
             if status == "busy" and header.get("msg_type") == "execute_request":
                 asked = (request.get("metadata") or {}).get(COUNT_OUTPUTS)
-                _counting = _Counting(header.get("msg_id")) if asked else None
+                _counting = counting_class(header.get("msg_id")) if asked else None
             elif status == "idle" and _counting is not None:
                 counting, _counting = _counting, None
                 if counting.reply is not None and header.get("msg_id") == counting.request_id:
-                    return _send_reply_instead_of_idle(counting, original_send)
+                    return reply_instead_of_idle(counting, original_send)
         return original_status(self, status, channel, parent)
 
     jupyter_session.Session.send = send

@@ -55,41 +55,56 @@ from typing import Any
 from jupyter_client import jsonutil
 
 
-def parse_date(text: str | None) -> Any:
-    """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
-    if text is None or not jsonutil.ISO8601_PAT.match(text):
-        return text
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return jsonutil.parse_date(text)
-    return parsed if parsed.tzinfo else jsonutil.parse_date(text)
+def _date_functions() -> tuple[Any, Any, Any]:
+    """parse_date, _date_or_text and extract_dates, each calling the others through this scope
+    rather than through the module: a kernel reads every message it receives with them, and a
+    notebook that replaces the package's functions (it can reach them) must not stop its kernel
+    from reading messages (it would wait for a reply to every later cell until its time-out)."""
+    pattern, fallback, fromisoformat = (
+        jsonutil.ISO8601_PAT,
+        jsonutil.parse_date,
+        datetime.fromisoformat,
+    )
+
+    def parse_date(text: str | None) -> Any:
+        """jupyter_client's parse_date, with `datetime.fromisoformat` for the dates it writes."""
+        if text is None or not pattern.match(text):
+            return text
+        try:
+            parsed = fromisoformat(text)
+        except ValueError:
+            return fallback(text)
+        return parsed if parsed.tzinfo else fallback(text)
+
+    def _date_or_text(text: str) -> Any:
+        # ISO8601_PAT matches nothing shorter than 19 characters ("2026-11-27T09:30:05") or
+        # without "-" fifth: most strings of a header (ids, names, the message type) skip it.
+        if len(text) < 19 or text[4] != "-":
+            return text
+        return parse_date(text)
+
+    def extract_dates(obj: Any) -> Any:
+        """jupyter_client's extract_dates (the dates in a message just received), with
+        parse_date. Strings are handled where they are found rather than by a call each: a
+        grading worker receives some 200 messages per notebook, each with two headers."""
+        if isinstance(obj, dict):
+            return {
+                key: _date_or_text(value) if isinstance(value, str) else extract_dates(value)
+                for key, value in obj.items()
+            }
+        if isinstance(obj, list | tuple):
+            return [
+                _date_or_text(item) if isinstance(item, str) else extract_dates(item)
+                for item in obj
+            ]
+        if isinstance(obj, str):
+            return _date_or_text(obj)
+        return obj
+
+    return parse_date, _date_or_text, extract_dates
 
 
-def _date_or_text(text: str) -> Any:
-    # ISO8601_PAT matches nothing shorter than 19 characters ("2026-11-27T09:30:05") or without
-    # "-" fifth: most strings of a header (ids, names, the message type) skip the regex.
-    if len(text) < 19 or text[4] != "-":
-        return text
-    return parse_date(text)
-
-
-def extract_dates(obj: Any) -> Any:
-    """jupyter_client's extract_dates (the dates in a message just received), with parse_date.
-    Strings are handled where they are found rather than by a call each: a grading worker
-    receives some 200 messages per notebook, each with two headers to go through."""
-    if isinstance(obj, dict):
-        return {
-            key: _date_or_text(value) if isinstance(value, str) else extract_dates(value)
-            for key, value in obj.items()
-        }
-    if isinstance(obj, list | tuple):
-        return [
-            _date_or_text(item) if isinstance(item, str) else extract_dates(item) for item in obj
-        ]
-    if isinstance(obj, str):
-        return _date_or_text(obj)
-    return obj
+parse_date, _date_or_text, extract_dates = _date_functions()
 
 
 def drop_unheard_log_records(logger: logging.Logger) -> None:
