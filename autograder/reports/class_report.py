@@ -56,7 +56,7 @@ def assignment_stats(db_url: str, root: Path, name: str, exercises: list[str]) -
                 passed[exercise] += 1
     failures, unreadable = read_failures(root, name)
     diagnostics = top_diagnostics(failures, TOP)
-    noted = [r for r in read_notes(root / "autograded", name) if r.notes or r.status == "failed"]
+    noted = [r for r in read_notes(root, name) if r.notes or r.status == "failed"]
     return AssignmentStats(
         name, exercises, totals, max_total, passed, diagnostics, unreadable, noted
     )

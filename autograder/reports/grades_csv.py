@@ -96,7 +96,7 @@ def flag_rows(root: Path, assignments: list[str]) -> list[list[str]]:
     and one for a failed submission without any; in assignment, then student order."""
     rows = []
     for assignment in assignments:
-        for record in read_notes(Path(root) / "autograded", assignment):
+        for record in read_notes(root, assignment):
             notes = record.notes or (("",) if record.status == "failed" else ())
             rows += [[assignment, record.student, record.status, note] for note in notes]
     return rows

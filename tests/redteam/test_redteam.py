@@ -304,3 +304,49 @@ def test_a_verifier_that_fails_is_a_grader_fault_not_a_zero(graded, monkeypatch)
     assert "grader fault, not the student's" in result.message, result.message
     assert len(attempts) == 2  # retried once
     assert not (root / "autograded" / "unlucky" / ASSIGNMENT).exists()
+
+
+def test_the_exercises_hidden_cells_never_run_in_the_kernel(graded):
+    # nbclient numbers every cell it runs; the verifier alone runs these, so a cell that prints
+    # the kernel's input history (print_history) cannot find them there.
+    nb = notebooks.read(
+        course.notebook_path("autograded/print_history", ASSIGNMENT, graded["root"])
+    )
+    counts = {notebooks.grade_id(cell): cell.get("execution_count") for cell in nb.cells}
+    assert counts["forward_collect_hidden"] is None and counts["forward_add5_hidden"] is None
+    assert counts["forward_collect_test"] is not None  # visible cells run in the kernel
+    assert "✓ forward_collect" in "".join(
+        o.get("text", "")
+        for c in nb.cells
+        if c.get("id") == "forward_collect_hidden"
+        for o in c.outputs
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        RecursionError("maximum recursion depth exceeded"),
+        UnicodeDecodeError("utf-8", b"\xe9", 0, 1, "invalid continuation byte"),
+        OSError(28, "No space left on device"),
+        ValueError("a bug"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_any_exception_while_one_submission_is_graded_is_its_failed_row(graded, error):
+    from autograder.grade.grader.batch import Batch
+
+    root = graded["root"]
+    student = f"raises_{type(error).__name__}"
+    answers = notebooks.parse_answers(answer_text(ASSIGNMENT, "all_correct"))
+    student_nb = notebooks.read(course.notebook_path("notebooks", ASSIGNMENT, root))
+    course.submit(notebooks.fill_answers(student_nb, answers), student, ASSIGNMENT, root)
+
+    def dispatch(job):
+        raise error
+
+    batch = Batch(root, ASSIGNMENT, students=student, force=True, dispatch=dispatch)
+    (result,) = list(batch.run(jobs=1))
+    assert result.status == "failed" and result.message, result
+    assert type(error).__name__ in result.message or "No space left" in result.message

@@ -247,9 +247,7 @@ def test_grades_csv_and_flags_csv_neutralise_cells_a_spreadsheet_would_run(tmp_p
     expected = {s if s == "plain" else f"'{s}" for s in FORMULA_IDS}
     assert set(students) == expected
     for student in FORMULA_IDS:
-        write_notes(
-            tmp_path / "autograded", SubmissionNotes(student, "forward_hooks", "failed", ("=1+1",))
-        )
+        write_notes(tmp_path, SubmissionNotes(student, "forward_hooks", "failed", ("=1+1",)))
     with write_flags_csv(tmp_path, ["forward_hooks"], tmp_path / "flags.csv").open(
         newline=""
     ) as file:

@@ -318,14 +318,12 @@ class Batch:
         return self._noted(result)
 
     def _noted(self, result: SubmissionResult) -> SubmissionResult:
-        """`result`, its status and notes kept beside its autograded folder for the reports
-        (notes.py); a file that cannot be written is a note of the result itself."""
-        autograded = Path(self.coursedir.root) / self.coursedir.autograded_directory
+        """`result`, its status and notes kept in the course root for the reports (notes.py); a
+        file that cannot be written is a note of the result itself."""
         notes = tuple(result.notes)
+        record = SubmissionNotes(result.student, result.assignment, result.status, notes)
         try:
-            write_notes(
-                autograded, SubmissionNotes(result.student, result.assignment, result.status, notes)
-            )
+            write_notes(Path(self.coursedir.root), record)
         except Exception as error:
             result.notes.append(f"its notes could not be kept for the reports ({_describe(error)})")
             result.message = "; ".join(result.notes)

@@ -30,16 +30,8 @@ from collections.abc import Callable
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = (
-    1,
-    2,
-    4,
-    8,
-    32,
-    4096,
-    0x4000,
-)
-MS_PRIVATE = 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 1, 2, 4, 8, 4096, 0x4000
+MS_REMOUNT, MS_PRIVATE = 32, 1 << 18
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # capset(2) has no libc wrapper; its number per architecture (elsewhere the self-test fails and
@@ -283,8 +275,10 @@ def seal_folder_of(channel: socket.socket, folder: str) -> None:
 
 
 def _remount_read_only(namespace: int, folder: str) -> None:
-    here = os.open(".", os.O_PATH | os.O_DIRECTORY)
-    _check(_libc.setns(namespace, CLONE_NEWNS), "setns into the kernel's mount namespace")
+    here = os.open(".", os.O_PATH | os.O_DIRECTORY)  # setns moves this process to its root
+    if _libc.setns(namespace, CLONE_NEWNS) != 0:
+        os.close(here)
+        _check(-1, "setns into the kernel's mount namespace")
     try:
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
         _mount(None, folder, None, flags)

@@ -16,8 +16,13 @@ carrying the reason, so nbgrader's own scoring gives it zero and its feedback sh
 * a check with a trusted verifier (autograder/checks/trusted.py) must have left exactly one
   evidence output; the verifier rebuilds its inputs from the seed, recomputes the expected
   values and compares; missing, malformed or wrong evidence gives zero;
-* a check without a verifier keeps its kernel verdict unless the static scan (scan.py) found
-  tampering constructs in the submission's cells, in which case it gets zero too.
+* once the static scan (scan.py) finds tampering constructs in any of the submission's cells,
+  no such cell keeps its kernel verdict: it gets zero too.
+
+A registered exercise's test cells (autograder/exercises/) get the verdicts of the notebook's
+own verifier instead (verifier/host.py): its hidden cell is kept from the kernel, and its
+visible cell keeps its points only if the verifier agrees. The secrets no output may show (the
+seeds, the hidden cells' lines) are for hygiene.py to scrub.
 
 Evidence outputs and the seeds are removed again, so the autograded notebook holds only what
 stock nbgrader would put there, plus the flags. The flags also go to the notebook's metadata
