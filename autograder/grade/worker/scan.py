@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import re
 from dataclasses import dataclass
 
@@ -152,15 +153,18 @@ def readings(source: str) -> list[str]:
     """The Python code(s) IPython may run for `source`: its cell transformed as IPython does,
     and, for a one-line cell that starts with a magic's name, that line run as the magic (with
     automagic on, IPython's default, it does unless the name is defined in the notebook)."""
+    from IPython.core.splitinput import LineInfo
+
     code = _transform(source)
     line = source.strip()
-    words = line.split(None, 1)
-    if "\n" in line or not words or words[0] not in magic_names():
+    if not line or "\n" in line:
         return [code]
-    rest = words[1] if len(words) > 1 else ""
-    if rest.startswith("=") and not rest.startswith("=="):  # an assignment: never a magic
+    info = LineInfo(line)  # how IPython's prefilter splits a line: escape, name, the rest
+    if info.esc or info.ifun not in magic_names() or keyword.iskeyword(info.ifun):
         return [code]
-    return [code, _transform("%" + line)]
+    if info.the_rest.startswith("=") and not info.the_rest.startswith("=="):
+        return [code]  # an assignment: never a magic
+    return [code, _transform(f"%{info.ifun} {info.the_rest}")]  # what IPython's handler runs
 
 
 def _transform(source: str) -> str:
