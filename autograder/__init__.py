@@ -19,14 +19,3 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(_PROVIDERS[name]), name)
     globals()[name] = value
     return value
-
-
-def _load_iri_checks_on_demand() -> None:
-    # Before anything imports jsonschema (nbformat and nbgrader do): it would otherwise build an
-    # IRI parser that no grading step uses, ~0.7 s in every command (iri_check_on_demand.py).
-    from autograder.grade.speedups import iri_check_on_demand
-
-    iri_check_on_demand.install()
-
-
-_load_iri_checks_on_demand()

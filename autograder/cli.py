@@ -72,8 +72,12 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _engine_autograde():
-    """The engine's autograde, imported (torch and nbgrader with it) with the collector paused."""
+    """The engine's autograde, imported (torch and nbgrader with it) with the collector paused,
+    once this process's speed-ups are installed (some must come before those imports)."""
+    from autograder.grade import speedups
+
     with collector.paused_for_imports():
+        speedups.install("command")
         from autograder.grade.run import autograde
 
     return autograde

@@ -17,13 +17,7 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import AssignLatePenalties
 from sqlalchemy.orm import joinedload
 
-from autograder.grade.grader import gradebook_cache
-from autograder.grade.speedups import schemas as speedups
 from autograder.grade.worker.pipeline import NotebookResult
-
-speedups.install()
-gradebook_cache.install()
-
 
 STAGING = ".{assignment}.hooklab-partial"  # beside autograded/<student>/<assignment>
 REPLACED = ".{assignment}.hooklab-replaced"  # the same, regraded: its previous folder

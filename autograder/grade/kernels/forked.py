@@ -13,10 +13,10 @@ import sys
 import time
 from dataclasses import dataclass
 
-from autograder.grade.kernels import warmup as template_warmup
+from autograder.grade import speedups
 from autograder.grade.sandbox import isolation
 from autograder.grade.sandbox.limits import Limits
-from autograder.grade.speedups import kernel_command_line
+from autograder.grade.speedups import kernel_command_line, listed_modules
 
 
 def _become_kernel(request: dict) -> None:
@@ -30,7 +30,7 @@ def _become_kernel(request: dict) -> None:
     from ipykernel import kernelapp
     from zmq.utils.garbage import gc as zmq_garbage
 
-    from autograder.grade.speedups import kernel_messaging
+    from autograder.grade.speedups import kernel_output
 
     # pyzmq starts this thread on the first large zero-copy message (an image, evidence): after
     # a fork bomb has used up the kernel's process limit it could not, and the message would go
@@ -40,7 +40,8 @@ def _become_kernel(request: dict) -> None:
     sys.argv = ["ipykernel_launcher", *argv]
     app = kernelapp.IPKernelApp.instance()  # what launch_new_instance does, with one step more
     app.initialize(argv)
-    kernel_messaging.drop_unheard_log_records(app.log)
+    speedups.install("kernel")
+    kernel_output.quiet_log(app.log)
     if "seal_fd" in request:  # sandboxed: its sockets are bound, its folder now goes read-only
         ports = [app.shell_port, app.iopub_port, app.stdin_port, app.control_port, app.hb_port]
         _sealed(request["seal_fd"], [f"{app.ip}-{port}" for port in ports])
@@ -103,8 +104,10 @@ class Kernels:
 
         init = None
         if request.get("role") != "verifier":
-            template_warmup.list_loaded_modules()
-            kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
+            if speedups.installed("listed-modules"):
+                listed_modules.list_loaded_modules()
+            if speedups.installed("kernel-command-line"):
+                kernel_command_line.parse_ahead(kernel_command_line.kernel_argv(request["cmd"]))
         # What the kernel inherits goes to the collector's permanent generation: a kernel's full
         # collections (frequent while it parses or builds figures) would otherwise walk torch's
         # and matplotlib's millions of objects each time, and copy every page they sit on.

@@ -36,7 +36,7 @@ import socket
 import sys
 from typing import Any
 
-from autograder.grade import collector
+from autograder.grade import collector, speedups
 from autograder.grade.kernels import warmup as template_warmup
 from autograder.grade.kernels.forked import Kernels, kill_group, listen
 from autograder.grade.sandbox import isolation
@@ -129,8 +129,6 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
     template (forks wait in the backlog until the imports are done)."""
     import importlib
 
-    from autograder.grade.speedups import figures as figure_speedups
-
     server = listen(path)
     failed = []
     with collector.paused_for_imports():
@@ -139,7 +137,7 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
                 importlib.import_module(module)
             except Exception:  # a notebook's import that fails here fails in its kernel as usual
                 failed.append(module)
-        figure_speedups.install()  # first: the warm-up figure's fonts are the kernels' fonts
+        speedups.install("figures")  # first: the warm-up figure's fonts are the kernels' fonts
         template_warmup.warm_figure_rendering()
         template_warmup.read_course_data()
     template_warmup.register_modules()
@@ -168,6 +166,9 @@ def serve(path: str, config: dict) -> None:
     print("listening", flush=True)
     _stdout_to_devnull()
     with collector.paused_for_imports():
+        # The grader has said which speed-ups are off and why.
+        speedups.configure(config.get("speedups"), said=True)
+        speedups.install("template")  # before the imports: they set up what it replaces
         config["traceback_sources"] = template_warmup.preload(os.path.dirname(path))
     # In the sandbox, bubblewrap ends this process with the grader (--die-with-parent). Outside
     # it, nothing would: a grader killed with SIGKILL (or by the OOM killer) left this process,

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from autograder.grade import speedups
 from autograder.grade.kernels.template import NOT_ISOLATED, QUIET_ENV, SINGLE_THREAD_ENV
 from autograder.grade.sandbox.bwrap import (
     SANDBOX_ENV,
@@ -124,6 +125,7 @@ class Zygote:
         config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
         config.update(shown=shown_paths(settings) if sandbox else [])
         config.update(parent=os.getpid())  # unsandboxed, the zygote ends when this process does
+        config.update(speedups=speedups.setting())
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
             env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
@@ -135,7 +137,8 @@ class Zygote:
         command.append(json.dumps(config))
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
         # While the template imports torch: it looks for the file only once that is done.
-        traceback_cache.bring_in(os.path.dirname(self.path))
+        if speedups.wanted("kept-traceback-sources"):
+            traceback_cache.bring_in(os.path.dirname(self.path))
 
     @classmethod
     def current(cls, sandbox: dict | None = None) -> Zygote:
@@ -240,5 +243,6 @@ class Zygote:
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
-        traceback_cache.keep(os.path.dirname(self.path))
+        if speedups.wanted("kept-traceback-sources"):
+            traceback_cache.keep(os.path.dirname(self.path))
         shutil.rmtree(self.dir, ignore_errors=True)

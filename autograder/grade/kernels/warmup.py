@@ -1,7 +1,7 @@
-"""Work the kernel template (zygote.py) does once, before it forks kernels, that every kernel
+"""Work the kernel template (template.py) does once, before it forks kernels, that every kernel
 would otherwise repeat: the imports every kernel needs (preload), and what it leaves in caches,
-which each kernel inherits. None of it changes what a kernel shows
-(tests/grade/speedups/test_kernel_speedups.py compares with a stock kernel)."""
+which each kernel inherits, through the libraries' own functions. None of it changes what a
+kernel shows (tests/grade/speedups/test_kernel_speedups.py compares with a stock kernel)."""
 
 from __future__ import annotations
 
@@ -43,28 +43,24 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 def preload(control_dir: str | None = None) -> dict:
-    """Import, once, what every kernel and every notebook of the course needs. With
-    `control_dir`, the traceback warm-up starts from the sources a previous run parsed (and
-    keeps what it parsed for the next one): traceback_cache.py. Returns how many files it read
-    from there and whether it is writing a new file."""
+    """Import, once, what every kernel and every notebook of the course needs (after the
+    template's speed-ups are installed). With `control_dir`, and the kept-traceback-sources
+    speed-up installed, the traceback warm-up starts from the sources a previous run parsed
+    (and keeps what it parsed for the next one). Returns how many files it read from there
+    and whether it is writing a new file."""
     import importlib
 
-    from autograder.grade.speedups import dynamo_on_demand, kernel_command_line, traceback_cache
-    from autograder.grade.speedups import kernel as kernel_speedups
+    from autograder.grade.speedups import traceback_cache
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
-    kernel_speedups.install()
-    kernel_command_line.install()
     for module in PRELOAD:
         importlib.import_module(module)
-    # Nothing above imports torch._dynamo: the kernels' optimizers then do not either.
-    dynamo_on_demand.install()
-    read = traceback_cache.read(control_dir) if control_dir else set()
+    keep = bool(control_dir) and traceback_cache.installed()
+    read = traceback_cache.read(control_dir) if keep else set()
     warm_traceback_caches()
     read_kernel_stack_sources()
     register_modules()
-    use_listed_modules()
-    writing = bool(control_dir) and traceback_cache.write_if_new(control_dir, read)
+    writing = keep and traceback_cache.write_if_new(control_dir, read)
     return {"read": len(read), "writing": writing}
 
 
@@ -117,85 +113,6 @@ def register_modules() -> None:
     import inspect
 
     inspect.getmodule(compile("", "<hooklab-template>", "exec"))
-
-
-class _ModuleFile:
-    """A loaded module's file, as IPythonKernel lists them: all it reads of a module."""
-
-    __slots__ = ("__file__",)
-
-    def __init__(self, file: str) -> None:
-        self.__file__ = file
-
-
-class _SysWithListedModules:
-    """What ipykernel.ipkernel and IPython's shellapp call `sys` while a kernel is made: the
-    real sys, except that `modules`, while no module has been loaded since the fork, is the
-    template's list (list_loaded_modules), which reads the same."""
-
-    @property
-    def modules(self) -> dict:
-        return _listed if len(sys.modules) == _listed_from else sys.modules
-
-    def __getattr__(self, name: str):
-        return getattr(sys, name)
-
-    def __setattr__(self, name: str, value) -> None:  # `sys.argv = ...` sets the real one
-        setattr(sys, name, value)
-
-
-_listed: dict[str, object] = {}  # a copy of each loaded module's name -> its _ModuleFile
-_listed_from = -1  # len(sys.modules) when _listed was made
-_NO_FILE = object()  # stands for a module without a file (a built-in one)
-
-
-def _copy(text):
-    # fsdecode(fsencode()) copies a name exactly, so the copies sit together.
-    return os.fsdecode(os.fsencode(text)) if isinstance(text, str) else text
-
-
-def list_loaded_modules() -> None:
-    """In the template, before a fork: the names and files of the loaded modules, which a
-    kernel reads twice while it is made: IPythonKernel.__init__ lists every module's file (for
-    its debugger), IPython's init_code every name (for `%reset --aggressive`).
-
-    In a forked kernel that touches ~3000 module objects, their names and file names, copying
-    the memory page each sits on (some 2900 page faults, 5-8 ms per kernel for each of the two
-    reads). Listed here once, in fresh objects that sit together on a few pages, the kernel
-    reads those instead and gets the same names. Listed again only when the template has
-    imported modules since.
-    """
-    global _listed_from
-    if len(sys.modules) == _listed_from:
-        return
-    listed = {}
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        listed[_copy(name)] = _ModuleFile(_copy(file)) if file else _NO_FILE
-    _listed.clear()
-    _listed.update(listed)
-    _listed_from = len(sys.modules)
-
-
-def use_listed_modules() -> None:
-    """Make IPythonKernel.__init__ and IPython's init_code read the template's list
-    (list_loaded_modules)."""
-    from ipykernel import ipkernel
-    from IPython.core import shellapp
-
-    def reading_the_list(module, function):
-        def read(*args, **kwargs):
-            module.sys = _SysWithListedModules()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                module.sys = sys
-
-        return read
-
-    ipkernel.IPythonKernel.__init__ = reading_the_list(ipkernel, ipkernel.IPythonKernel.__init__)
-    app = shellapp.InteractiveShellApp
-    app.init_code = reading_the_list(shellapp, app.init_code)
 
 
 def warm_figure_rendering() -> None:

@@ -13,7 +13,7 @@ by then (what it sends itself, and what it forwards of a forked child's output),
 reply with that count and the time, in its metadata (OUTPUTS_SENT), instead of the idle status.
 Everything queued for IOPub goes out in order, so the counted messages come before any later
 one of the same request (which nbclient ignores, as it ignores what follows an idle status).
-The worker (CellEnds, which speedups._get_msg consults) hands nbclient an idle status with the
+The worker (CellEnds, which channels._get_msg consults) hands nbclient an idle status with the
 kernel's time once it has the reply and that many IOPub messages of the request: the cell's
 outputs, its four recorded times and the moment nbclient moves on are the same. Any other
 request (kernel_info, a plain client's execute request) is answered as stock.
@@ -32,14 +32,15 @@ import time
 from collections import deque
 from typing import Any
 
-from autograder.grade.speedups.kernel_messaging import parse_date
+from autograder.grade.speedups.base import Missing, need
+from autograder.grade.speedups.dates import parse_date
 
 COUNT_OUTPUTS = "hooklab_count_outputs"  # in an execute request's metadata: end it by count
 OUTPUTS_SENT = "hooklab_outputs_sent"  # in its reply's metadata: {"count": n, "idle": time}
 QUIET_SECONDS = 2.0  # under nbclient's iopub_timeout (4 s), which nbgrader makes an error
 
 
-# The kernel's side (installed in the kernel template by kernel_messaging.install).
+# The kernel's side (installed in the kernel template).
 
 
 class _Counting:
@@ -71,6 +72,9 @@ def install_in_kernel() -> None:
     from ipykernel.kernelbase import Kernel
     from jupyter_client import session as jupyter_session
 
+    need(jupyter_session.Session, "send", "msg")
+    need(Kernel, "_publish_status", "get_parent")
+    need(IOPubThread, "_handle_pipe_msg", "_is_master_process")
     original_send, original_status = jupyter_session.Session.send, Kernel._publish_status
     original_forward = IOPubThread._handle_pipe_msg
     # Bound here, not looked up in this module when a message goes out: a notebook that replaces
@@ -153,6 +157,15 @@ def _send_reply_instead_of_idle(counting: _Counting, send: Any) -> None:
 
 
 # The grading worker's side.
+
+
+def install_in_worker() -> None:
+    """Nothing to patch: WarmKernelClient asks for cells ended by count once this is installed,
+    through the channels' reads (channels.py), which must be installed too."""
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    if not getattr(AsyncZMQSocketChannel.get_msg, "supports_cell_ends", False):
+        raise Missing("the channels read messages as jupyter_client does (channel-reads is off)")
 
 
 class CellEnds:

@@ -25,6 +25,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from autograder.grade.speedups.base import Missing
+
 NAME = "torch._dynamo"
 
 _lock = threading.RLock()
@@ -112,20 +114,30 @@ def load() -> types.ModuleType:
         return real
 
 
-def install() -> bool:
-    """Put the stand-in in place of torch._dynamo, unless that is already imported (or the
-    stand-in is); returns whether it is in place. Imports torch."""
+def install() -> None:
+    """Put the stand-in in place of torch._dynamo (imports torch); Missing if torch._dynamo is
+    imported already (by something else than the stand-in)."""
     import torch
 
     with _lock:
+        if isinstance(sys.modules.get(NAME), _StandIn):
+            return
         if NAME in sys.modules:
-            return isinstance(sys.modules[NAME], _StandIn)
+            raise Missing(f"{NAME} is imported already (by torch itself, or before the template)")
         spec = importlib.util.find_spec(NAME)
         if spec is None or spec.submodule_search_locations is None:
-            return False
+            raise Missing(f"{NAME} cannot be found")
+        for name in ("graph_break", "disable"):
+            if name not in _source_of(spec):
+                raise Missing(f"{NAME} has no {name}")
         stand_in = _StandIn(spec.origin, list(spec.submodule_search_locations))
         stand_in.__spec__ = spec
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
         sys.modules[NAME] = torch._dynamo = stand_in
-        return True
+
+
+def _source_of(spec: Any) -> str:
+    """torch._dynamo's __init__, as text: what it defines, without importing it."""
+    with open(spec.origin, encoding="utf-8") as file:
+        return file.read()

@@ -1,5 +1,5 @@
-"""Speed-ups for figures, installed in a kernel template (zygote.py) once it has imported
-matplotlib.pyplot, before it draws its warm-up figure and forks kernels. A kernel's figures come
+"""Speed-ups for figures, installed in a kernel template once it has imported matplotlib.pyplot
+(role "figures"), before it draws its warm-up figure and forks kernels. A kernel's figures come
 out byte for byte as in a stock kernel (tests/grade/speedups/test_kernel_speedups.py compares
 the PNG bytes):
 
@@ -23,16 +23,49 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import importlib.util
 import io
 import sys
 import threading
 from typing import Any
 
+from autograder.grade.speedups.base import Missing, need
 
-def install() -> None:
+
+def install_fonts_in_memory() -> None:
+    font_manager = sys.modules.get("matplotlib.font_manager")
+    if font_manager is None:
+        raise Missing("matplotlib.font_manager is not imported")
+    need(font_manager, "_get_font")
+    need(font_manager._get_font, "__wrapped__", "cache_clear")
     _read_fonts_from_memory()
+
+
+def install_drawing() -> None:
+    pyplot, image = sys.modules.get("matplotlib.pyplot"), sys.modules.get("matplotlib.image")
+    if pyplot is None or image is None:
+        raise Missing("matplotlib.pyplot is not imported")
+    from matplotlib.backend_bases import RendererBase
+
+    need(pyplot, "_draw_all_if_interactive", "get_backend")
+    _need_inline_backend_source("show._draw_called", "def flush_figures", "close_figures")
+    need(image.AxesImage, "draw")
+    need(RendererBase, "draw_image")
     _skip_drawing_before_inline_flush()
     _skip_images_in_layout_passes()
+
+
+def _need_inline_backend_source(*texts: str) -> None:
+    """matplotlib_inline's backend must not be imported in the template (it registers itself with
+    the running IPython on import, and there is none yet): its source is read instead."""
+    spec = importlib.util.find_spec("matplotlib_inline.backend_inline")
+    source = ""
+    if spec is not None and spec.origin:
+        with open(spec.origin, encoding="utf-8") as file:
+            source = file.read()
+    absent = [text for text in texts if text not in source]
+    if absent:
+        raise Missing(f"matplotlib_inline.backend_inline has no {', '.join(absent)}")
 
 
 class _FontFile(io.BytesIO):

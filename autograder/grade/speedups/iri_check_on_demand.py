@@ -21,6 +21,8 @@ import threading
 import types
 from typing import Any
 
+from autograder.grade.speedups.base import Missing
+
 NAME = "rfc3987_syntax"
 
 _lock = threading.Lock()
@@ -47,13 +49,13 @@ def is_valid_syntax(term: str, value: str) -> bool:
 
 
 def install() -> None:
-    """Put the stand-in in place, unless jsonschema (or rfc3987_syntax) is already imported or
-    rfc3987_syntax is not installed (jsonschema then leaves the "iri" formats unchecked)."""
-    if NAME in sys.modules or "jsonschema" in sys.modules:
-        return
+    """Put the stand-in in place: before jsonschema is imported (it imports rfc3987_syntax)."""
+    for imported in ("jsonschema", NAME):
+        if imported in sys.modules:
+            raise Missing(f"{imported} is imported already (install the command's speed-ups first)")
     spec = importlib.util.find_spec(NAME)
     if spec is None:
-        return
+        raise Missing(f"{NAME} cannot be found")
     stand_in = _StandIn(NAME, "rfc3987_syntax, loaded when first used")
     # Set, so that scans of sys.modules (inspect.getmodule) do not load the real module, and so
     # that an import of a submodule finds it.

@@ -14,6 +14,8 @@ import logging
 from copy import deepcopy
 from typing import Any
 
+from autograder.grade.speedups.base import need
+
 # What stands for the connection file while the template parses. Not a file anyone has.
 CONNECTION_FILE = "/hooklab/parsed-with-this-connection-file.json"
 # traitlets prints and exits for these, or hands the rest to a subcommand.
@@ -73,8 +75,12 @@ def _with_file(value: Any, file: str) -> Any:
 def install() -> None:
     """Make IPKernelApp.parse_command_line use what the template parsed ahead."""
     from ipykernel.kernelapp import IPKernelApp
+    from traitlets.config import loader
     from traitlets.config.application import catch_config_error
 
+    need(IPKernelApp, "parse_command_line", "flatten_flags", "_classes_with_config_traits")
+    need(IPKernelApp, "update_config", "subcommands")
+    need(loader, "KVArgParseConfigLoader")
     original = IPKernelApp.parse_command_line
 
     @catch_config_error  # as traitlets' own: a bad option ends the kernel with its message

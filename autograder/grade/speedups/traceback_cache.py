@@ -1,7 +1,7 @@
 """The parsed source of the torch files student tracebacks pass through, kept between runs.
 
 The kernel template parses those files once per run for IPython's traceback formatter
-(template_warmup.warm_traceback_caches): a third of its start-up, on the run's longest path,
+(warmup.warm_traceback_caches): a third of its start-up, on the run's longest path,
 before the first kernel. The parse depends only on a file's text and on the versions of the
 libraries that make it, so the template keeps what it parsed in a file, and the next run's
 template reads it back instead of parsing again.
@@ -29,6 +29,8 @@ import shutil
 import stat
 import sys
 from pathlib import Path
+
+from autograder.grade.speedups.base import need
 
 FILE_NAME = "traceback-sources.pickle"
 WRITTEN = FILE_NAME + ".new"  # what the template wrote in this run, for the grader to keep
@@ -78,6 +80,22 @@ def keep(control_dir: str) -> None:
         os.replace(partial, folder / FILE_NAME)
 
 
+_installed = False
+
+
+def install() -> None:
+    """In the template: read() and write_if_new() may now put sources in stack_data's cache."""
+    global _installed
+    from stack_data.core import Source
+
+    need(Source, "_class_local")
+    _installed = True
+
+
+def installed() -> bool:
+    return _installed
+
+
 def _versions() -> tuple:
     """What the parsed sources depend on besides the files' text."""
     import executing
@@ -106,7 +124,7 @@ def read(control_dir: str) -> set:
             if pickle.load(file) != _versions():
                 return set()
             stored = pickle.load(file)
-    except Exception:  # missing, cut short or foreign: parse as if there were none
+    except (OSError, EOFError, ValueError, pickle.UnpicklingError):  # missing or cut short
         return set()
     sources = _sources()
     taken = set()

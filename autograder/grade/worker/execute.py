@@ -17,10 +17,11 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
+from autograder.grade import speedups
 from autograder.grade.kernels.provisioner import WarmKernelManager
 from autograder.grade.kernels.template_client import Zygote
 from autograder.grade.sandbox.limits import Limits
-from autograder.grade.speedups import kernel_messaging
+from autograder.grade.speedups import announcements
 from autograder.grade.verifier.client import NotebookVerifier
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.verify import Guard
@@ -53,8 +54,8 @@ class CappedExecute(Execute):
     counts against that cell's cap, and an update that would pass it is replaced by the note."""
 
     def on_cell_executed(self, **kwargs):
-        # Warm kernels put the times of a cell's announcements in its reply (kernel_messaging.py).
-        kernel_messaging.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
+        # Warm kernels put the times of a cell's announcements in its reply (announcements.py).
+        announcements.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
         super().on_cell_executed(**kwargs)
 
     def _budget(self) -> tuple[dict[int, int], dict[str, list[list[int]]]]:
@@ -141,6 +142,7 @@ def run_in_warm_kernel(
     the test cells get their seeds before and their trusted verdicts after (verify.py).
     `cwd` is the kernel's working folder; on a worker that cannot see it, a temporary one.
     """
+    speedups.install("worker")  # once per process
     settings = Config(config)
     # What nbgrader sets while it executes; given to the kernel only, not to this process.
     settings.WarmKernelManager.extra_env = {"NBGRADER_EXECUTION": "autograde"}

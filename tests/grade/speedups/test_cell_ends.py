@@ -12,7 +12,7 @@ import pytest
 from warm_client import warm_client
 
 from autograder import notebooks
-from autograder.grade.speedups import schemas as speedups
+from autograder.grade import speedups
 from autograder.grade.speedups.cell_ends import COUNT_OUTPUTS, OUTPUTS_SENT, QUIET_SECONDS, CellEnds
 from autograder.grade.worker.execute import execute_notebook
 
@@ -111,7 +111,7 @@ def test_a_flood_of_outputs_arrives_whole_and_its_cell_ends_at_once(tmp_path):
     # 5000 outputs in a burst overflowed zmq's default queue of 1000 for the worker: outputs
     # were lost, the error that fails a test cell among them. None is lost now, and the cell
     # ends as soon as they are in, not after QUIET_SECONDS.
-    speedups.install()  # what grading workers run with (converter.py)
+    speedups.install("worker")  # what grading workers run with (execute.py)
     flood = "for i in range(5000):\n    display(i)\nraise ValueError('after the flood')"
     sources = ["import time\nstart = time.monotonic()", flood, "print(time.monotonic() - start)"]
     ran = nbformat.reads(execute_notebook(_notebook(sources), str(tmp_path)).notebook, 4)
@@ -129,7 +129,7 @@ def test_a_forked_childs_output_is_counted_with_its_cells(tmp_path, monkeypatch,
     # it (without one, the child's output was lost and each cell took about 6 s).
     from autograder.grade.kernels.template_client import Zygote
 
-    speedups.install()
+    speedups.install("worker")
     monkeypatch.setenv("HOOKLAB_SANDBOX", sandbox)
     zygote = Zygote()
     monkeypatch.setattr(Zygote, "_current", zygote)

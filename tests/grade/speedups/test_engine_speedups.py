@@ -1,4 +1,4 @@
-"""The drop-ins of autograder/grade/speedups/schemas.py, kernel_speedups.py and kernel_messaging.py give
+"""The drop-ins of autograder/grade/speedups/ (schemas.py, dates.py, channels.py, tracebacks.py) give
 the verdicts and values of the code they stand in for, as does the workers' notebook writer
 (pipeline.writes_consuming); the collector pause (collector.py) ends."""
 
@@ -46,7 +46,7 @@ def test_message_dates_parse_as_jupyter_client_parses_them():
 
     from jupyter_client import jsonutil
 
-    from autograder.grade.speedups.kernel_messaging import extract_dates
+    from autograder.grade.speedups.dates import extract_dates
 
     moment = datetime(2026, 11, 23, 9, 30, 5, 123456, tzinfo=UTC)
     texts = [
@@ -74,7 +74,7 @@ def test_a_channel_takes_waiting_messages_at_once_and_still_waits_for_later_ones
     from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.session import Session
 
-    from autograder.grade.speedups import schemas as speedups
+    from autograder.grade.speedups import channels as speedups
 
     async def scenario() -> None:
         context = zmq.asyncio.Context()
@@ -134,7 +134,7 @@ def test_a_channel_waiting_without_a_time_limit_lets_timers_run_and_can_be_cance
     from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.session import Session
 
-    from autograder.grade.speedups import schemas as speedups
+    from autograder.grade.speedups import channels as speedups
 
     async def scenario() -> None:
         context, plain_context = zmq.asyncio.Context(), zmq.Context()
@@ -215,11 +215,11 @@ def test_highlighted_source_is_reused_only_for_the_same_code_marks_and_colours(m
     from pygments.formatters.terminal256 import Terminal256Formatter
     from pygments.styles import get_style_by_name
 
-    from autograder.grade.speedups import kernel as kernel_speedups
+    from autograder.grade.speedups import tracebacks
 
     stock = stack_data.core._pygmented_with_ranges
     monkeypatch.setattr(stack_data.core, "_pygmented_with_ranges", stock)  # put back after
-    kernel_speedups._reuse_highlighting()
+    tracebacks._reuse_highlighting()
     reusing = stack_data.core._pygmented_with_ranges
     assert reusing is not stock
     code = "def f(x):\n    y = x + 1\n    return y * 2\n"

@@ -19,8 +19,9 @@ TEMPLATE = textwrap.dedent(
     from matplotlib.ft2font import FT2Font
 
     if sys.argv[1] == "memory":
-        from autograder.grade.speedups import figures as figure_speedups
-        figure_speedups.install()
+        from autograder.grade.speedups import figures
+        figures.install_fonts_in_memory()
+        figures.install_drawing()
     path = font_manager.findfont("DejaVu Sans")
     font = font_manager.get_font(path)
 

@@ -1,4 +1,4 @@
-"""autograder/grade/grader/gradebook_cache.py: nbgrader's Gradebook, opened many times in the grading
+"""autograder/grade/speedups/gradebook.py: nbgrader's Gradebook, opened many times in the grading
 process, reuses one engine per database URL and checks each course's row once."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from nbgrader import api
 from sqlalchemy import event
 
-from autograder.grade.grader import gradebook_cache
+from autograder.grade.speedups import gradebook as gradebook_cache
 
 
 def _course_statements(engine, seen: list[str]) -> None:

@@ -26,6 +26,9 @@ print(json.dumps([[checker.conforms(s, f) for f in ("iri", "iri-reference")] for
 """
 
 
+INSTALL = "from autograder.grade import speedups\nspeedups.install('command')\n"
+
+
 def run(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return done.stdout
@@ -34,14 +37,14 @@ def run(code: str) -> str:
 def test_the_checks_answer_as_the_real_module_does():
     checks = CHECKS.format(strings=STRINGS)
     real = json.loads(run(checks))
-    on_demand = json.loads(run("import autograder\n" + checks))
+    on_demand = json.loads(run(INSTALL + checks))
     assert on_demand == real
     assert {tuple(answers) for answers in real} != {(True, True)}  # some strings are refused
 
 
 def test_nbformat_and_nbgrader_import_without_building_the_parser():
-    code = """
-import sys, autograder, nbformat, nbgrader.api
+    code = INSTALL + """
+import sys, nbformat, nbgrader.api
 from autograder.grade.speedups.iri_check_on_demand import _StandIn
 print(isinstance(sys.modules["rfc3987_syntax"], _StandIn), "lark" in sys.modules)
 """
@@ -49,8 +52,8 @@ print(isinstance(sys.modules["rfc3987_syntax"], _StandIn), "lark" in sys.modules
 
 
 def test_other_uses_load_the_real_module():
-    code = """
-import autograder, jsonschema, sys
+    code = INSTALL + """
+import jsonschema, sys
 import rfc3987_syntax
 terms = rfc3987_syntax.RFC3987_SYNTAX_TERMS
 from rfc3987_syntax import syntax_helpers
@@ -60,6 +63,8 @@ print(type(sys.modules["rfc3987_syntax"]).__name__, len(terms) > 10, syntax_help
 
 
 @pytest.mark.parametrize("first", ["jsonschema", "rfc3987_syntax"])
-def test_nothing_changes_once_the_modules_are_imported(first):
-    code = f"import {first}, autograder, sys; print(type(sys.modules['rfc3987_syntax']).__name__)"
-    assert run(code).strip() == "module"
+def test_nothing_changes_once_the_modules_are_imported_and_the_run_says_so(first):
+    code = f"import {first}\n{INSTALL}import sys\nprint(type(sys.modules['rfc3987_syntax']).__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "module"
+    assert f"iri-checks-on-demand not installed: {first} is imported already" in done.stderr

@@ -1,4 +1,4 @@
-"""The kernel template's speed-ups (autograder/grade/speedups/kernel.py, kernel_messaging.py)
+"""The kernel template's speed-ups (autograder/grade/speedups/: tracebacks, cell input, output...)
 must change nothing a notebook shows: the same notebook run in a warm kernel and in a stock
 ipykernel (started cold, as `nbgrader autograde` starts it) gives the same outputs, tracebacks
 and PNG bytes included."""
@@ -146,7 +146,7 @@ def test_warm_kernels_show_exactly_what_a_stock_kernel_shows(tmp_path, monkeypat
     assert warm.cells[-1].outputs[0].text.split() == warm_flags.split()
     assert os.environ["NBGRADER_EXECUTION"] == "autograde"
     # Each cell records the same four times as under a stock kernel, in the order a kernel takes
-    # them, though warm kernels send the first two in the reply (kernel_messaging.py).
+    # them, though warm kernels send the first two in the reply (announcements.py).
     for warm_cell, stock_cell in zip(warm.cells, stock.cells, strict=True):
         times = warm_cell.metadata["execution"]
         assert times.keys() == stock_cell.metadata["execution"].keys() == set(TIMES)
@@ -167,10 +167,10 @@ def _shape(time_text: str) -> str:
 def test_warm_kernels_do_not_announce_the_cells_they_run(tmp_path, monkeypatch):
     # No "busy" status and no execute_input on IOPub per cell: each cell's IOPub messages are its
     # outputs, and nbclient gets its idle status from the grading worker (cell_ends.py).
-    from autograder.grade.speedups import schemas as speedups
+    from autograder.grade import speedups
     from autograder.grade.worker.execute import CappedExecute
 
-    speedups.install()  # as in grading workers (converter.py)
+    speedups.install("worker")  # as in grading workers (execute.py)
     received = []
     process_message = CappedExecute.process_message
 
@@ -228,7 +228,7 @@ def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
         "loaded = [m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', 0)]\n"
         "print(len(kernel._kernel_modules))\n"
         "print(sorted(set(kernel._kernel_modules) ^ set(loaded)))\n"
-        "from autograder.grade.kernels.warmup import _listed\n"
+        "from autograder.grade.speedups.listed_modules import _listed\n"
         "listed = [m.__file__ for m in _listed.values() if hasattr(m, '__file__')]\n"
         "print(listed == kernel._kernel_modules)\n"
         # IPython's init_code keeps the names of the modules loaded at start (%reset's aggressive
@@ -249,7 +249,7 @@ def test_warm_kernels_list_the_same_module_files_a_stock_kernel_lists(tmp_path):
 def test_the_listed_modules_stand_in_only_while_nothing_was_loaded_since(monkeypatch):
     # A module loaded after the listing (in the kernel, before it reads them) makes the kernel
     # read the real sys.modules; what it sets on `sys` goes to the real one.
-    from autograder.grade.kernels import warmup as template_warmup
+    from autograder.grade.speedups import listed_modules as template_warmup
 
     monkeypatch.setattr(template_warmup, "_listed", {})
     monkeypatch.setattr(template_warmup, "_listed_from", -1)
@@ -274,11 +274,11 @@ def test_a_flush_waits_for_a_timed_flush_that_has_taken_the_output(monkeypatch):
     from ipykernel.iostream import IOPubThread, OutStream
     from jupyter_client.session import Session
 
-    from autograder.grade.speedups import kernel_messaging
+    from autograder.grade.speedups import kernel_output
 
     monkeypatch.setattr(OutStream, "flush", OutStream.flush)  # put back afterwards
     monkeypatch.setattr(OutStream, "_flush", OutStream._flush)
-    kernel_messaging._skip_empty_flushes()
+    kernel_output._skip_empty_flushes()
     context = zmq.Context()
     iopub = IOPubThread(context.socket(zmq.PUB))
     iopub.start()
@@ -362,8 +362,8 @@ def test_cells_skipped_by_the_tokenizer_transform_exactly_as_in_ipython():
         "import json, sys\n"
         "from IPython.core.inputtransformer2 import TransformerManager\n"
         "if sys.argv[1] == 'warm':\n"
-        "    from autograder.grade.speedups import kernel as kernel_speedups\n"
-        "    kernel_speedups.install()\n"
+        "    from autograder.grade.speedups import cell_input\n"
+        "    cell_input.install()\n"
         "manager = TransformerManager()\n"
         "out = []\n"
         "for cell in json.load(sys.stdin):\n"

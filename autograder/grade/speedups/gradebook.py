@@ -16,6 +16,8 @@ import threading
 from nbgrader import api
 from sqlalchemy.orm import scoped_session, sessionmaker
 
+from autograder.grade.speedups.base import need
+
 _engines: dict[str, object] = {}
 _courses_checked: set[tuple[str, str]] = set()  # (db URL, course id)
 _lock = threading.Lock()
@@ -50,6 +52,7 @@ def _close(self) -> None:
 
 
 def install() -> None:
+    need(api.Gradebook, "check_course", "close", "__enter__")
     api.Gradebook.__init__ = _init
     api.Gradebook.close = _close
 
