@@ -5,7 +5,8 @@ This machine's speed drifts by a fifth within minutes, and stock grades for minu
 takes seconds: ours timed only before or after stock would see another machine than stock did.
 So ours runs several times, spread over stock's run (before its first assignment, between its
 assignments, after its last), each from a fresh copy of the gradebook, and the median counts;
-every run's scores must equal stock's."""
+every run's scores must equal stock's. With `--speedups off` ours runs without its speed-ups
+(HOOKLAB_SPEEDUPS=off), for the ratio they are worth."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import NamedTuple
 
 from autograder import course, gradebook, notebooks
 from autograder.grade.settings import DEFAULT_JOBS
+from autograder.grade.speedups import ENV as SPEEDUPS_ENV
 
 SUBMISSIONS = course.ROOT / "tests" / "submissions"
 NAMED = ("all_correct", "seed001_answers", "blank")
@@ -66,20 +68,21 @@ def make_course(root: Path, students: int, assignments: list[str]) -> None:
 
 
 def grade_with_command(
-    root: Path, db_url: str, assignments: list[str], jobs: int
+    root: Path, db_url: str, assignments: list[str], jobs: int, speedups: str = "on"
 ) -> tuple[float, int, float]:
     """Grade with `hooklab autograde --force` (python -m autograder), all assignments in one
     command, as an instructor runs it: its start-up is timed as stock's is. Returns the
     wall-clock seconds, its exit code and the peak RSS in MB of its processes: the largest of
     what wait4 counts (itself and its workers; not what runs in bubblewrap, which does not pass
-    its processes' usage on) and of the kernels' peak, which the command reports."""
+    its processes' usage on) and of the kernels' peak, which the command reports. `speedups`
+    is the command's HOOKLAB_SPEEDUPS."""
     summary_path = root / "ours-summary.json"
     summary_path.unlink(missing_ok=True)
     command = [sys.executable, "-m", "autograder", "--root", str(root), "autograde"]
     command += [*assignments, "--force", "--db", db_url, "--jobs", str(jobs)]
     command += ["--summary-json", str(summary_path)]
     start = time.perf_counter()
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command, env={**os.environ, SPEEDUPS_ENV: speedups})
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -110,11 +113,14 @@ def differences(
     ]
 
 
-def last_line(stock: float, ours: float, identical: bool, peak_mb: float) -> str:
+def last_line(
+    stock: float, ours: float, identical: bool, peak_mb: float, speedups: str = "on"
+) -> str:
     ratio = stock / ours if ours else float("inf")
+    off = ", speed-ups off" if speedups == "off" else ""
     return (
         f"speedup: {ratio:.1f}x (stock {stock:.1f} s, ours {ours:.1f} s, "
-        f"identical scores: {'yes' if identical else 'no'}, peak worker RSS {peak_mb:.0f} MB)"
+        f"identical scores: {'yes' if identical else 'no'}, peak worker RSS {peak_mb:.0f} MB{off})"
     )
 
 
@@ -146,6 +152,7 @@ def bench(
     jobs: int | None = None,
     assignments: list[str] | None = None,
     runs: int = 3,
+    speedups: str = "on",
 ) -> tuple[str, bool]:
     """The whole benchmark in the empty folder `root`; returns (last line, identical scores)."""
     course.use_environment_bin()
@@ -159,7 +166,7 @@ def bench(
     say(
         f"grading with stock nbgrader autograde, one command per assignment, and {runs} times "
         f"with `hooklab autograde` ({jobs} jobs, all assignments, a fresh gradebook each time) "
-        "in between"
+        f"in between{' (speed-ups off)' if speedups == 'off' else ''}"
     )
     slots = run_slots(runs, len(names))
     stock, ours_runs = 0.0, []
@@ -167,7 +174,8 @@ def bench(
         for _ in range(slots.count(done)):
             number = len(ours_runs) + 1
             url = fresh_gradebook(root, f"ours-{number}.db")
-            ours_runs.append(OursRun(*grade_with_command(root, url, names, jobs), url))
+            graded = grade_with_command(root, url, names, jobs, speedups)
+            ours_runs.append(OursRun(*graded, url))
             say(f"  ours: run {number} took {ours_runs[-1].seconds:.1f} s")
         if done < len(names):
             start = time.perf_counter()
@@ -189,7 +197,7 @@ def bench(
     ours = statistics.median(times)
     say(f"ours: median {ours:.1f} s of {', '.join(f'{t:.1f}' for t in times)} s")
     peak = max(run.peak_mb for run in ours_runs)
-    return last_line(stock, ours, identical, peak), identical
+    return last_line(stock, ours, identical, peak, speedups), identical
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,10 +208,14 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", type=int, default=3, help="runs of ours, spread over stock's; the median counts"
     )
     parser.add_argument("--keep", type=Path, help="build the course here and keep it")
+    parser.add_argument(
+        "--speedups", choices=("on", "off"), default="on", help="ours with or without speed-ups"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     sizes = {"students": args.students, "jobs": args.jobs, "runs": args.runs}
+    sizes["speedups"] = args.speedups
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         if any(args.keep.iterdir()):

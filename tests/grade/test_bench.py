@@ -10,7 +10,7 @@ from autograder import bench
 
 LAST_LINE = re.compile(
     r"speedup: \d+\.\dx \(stock \d+\.\d s, ours \d+\.\d s, identical scores: (yes|no), "
-    r"peak worker RSS \d+ MB\)"
+    r"peak worker RSS \d+ MB(, speed-ups off)?\)"
 )
 
 
@@ -51,6 +51,8 @@ def test_last_line_format():
         "speedup: 3.0x (stock 30.0 s, ours 10.0 s, identical scores: yes, peak worker RSS 413 MB)"
     )
     assert LAST_LINE.fullmatch(bench.last_line(1.0, 2.0, False, 0.0))
+    off = bench.last_line(30.04, 9.96, True, 412.6, speedups="off")
+    assert off.endswith("peak worker RSS 413 MB, speed-ups off)") and LAST_LINE.fullmatch(off)
 
 
 @pytest.mark.nbgrader

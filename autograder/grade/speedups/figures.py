@@ -25,6 +25,7 @@ import contextlib
 import functools
 import importlib.util
 import io
+import os
 import sys
 import threading
 from typing import Any
@@ -56,13 +57,16 @@ def install_drawing() -> None:
 
 
 def _need_inline_backend_source(*texts: str) -> None:
-    """matplotlib_inline's backend must not be imported in the template (it registers itself with
-    the running IPython on import, and there is none yet): its source is read instead."""
-    spec = importlib.util.find_spec("matplotlib_inline.backend_inline")
+    """matplotlib_inline must not be imported in the template (it registers itself with the
+    running IPython on import, and there is none yet): its backend's source is read instead,
+    found without importing the package (find_spec of a submodule would import it)."""
+    spec = importlib.util.find_spec("matplotlib_inline")
     source = ""
-    if spec is not None and spec.origin:
-        with open(spec.origin, encoding="utf-8") as file:
-            source = file.read()
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "backend_inline.py")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as file:
+                source = file.read()
     absent = [text for text in texts if text not in source]
     if absent:
         raise Missing(f"matplotlib_inline.backend_inline has no {', '.join(absent)}")

@@ -43,28 +43,36 @@ def test_the_checks_answer_as_the_real_module_does():
 
 
 def test_nbformat_and_nbgrader_import_without_building_the_parser():
-    code = INSTALL + """
+    code = (
+        INSTALL
+        + """
 import sys, nbformat, nbgrader.api
 from autograder.grade.speedups.iri_check_on_demand import _StandIn
 print(isinstance(sys.modules["rfc3987_syntax"], _StandIn), "lark" in sys.modules)
 """
+    )
     assert run(code).split() == ["True", "False"]
 
 
 def test_other_uses_load_the_real_module():
-    code = INSTALL + """
+    code = (
+        INSTALL
+        + """
 import jsonschema, sys
 import rfc3987_syntax
 terms = rfc3987_syntax.RFC3987_SYNTAX_TERMS
 from rfc3987_syntax import syntax_helpers
 print(type(sys.modules["rfc3987_syntax"]).__name__, len(terms) > 10, syntax_helpers.__name__)
 """
+    )
     assert run(code).split() == ["module", "True", "rfc3987_syntax.syntax_helpers"]
 
 
 @pytest.mark.parametrize("first", ["jsonschema", "rfc3987_syntax"])
 def test_nothing_changes_once_the_modules_are_imported_and_the_run_says_so(first):
-    code = f"import {first}\n{INSTALL}import sys\nprint(type(sys.modules['rfc3987_syntax']).__name__)"
+    code = (
+        f"import {first}\n{INSTALL}import sys\nprint(type(sys.modules['rfc3987_syntax']).__name__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "module"
     assert f"iri-checks-on-demand not installed: {first} is imported already" in done.stderr
