@@ -1,4 +1,4 @@
-"""The kernels a template (zygote.py) forks: each one becomes a real ipykernel within its resource
+"""The kernels a template (template.py) forks: each one becomes a real ipykernel within its resource
 limits; the template keeps track of them (signals, wall-clock limits, how each ended) and forks
 the trusted verifiers' process too."""
 

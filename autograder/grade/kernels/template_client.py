@@ -1,7 +1,7 @@
-"""The grading side of the kernel template (zygote.py): start it (in the sandbox when it can),
+"""The grading side of the kernel template (template.py): start it (in the sandbox when it can),
 and ask it for kernels, preloads, statuses and the verifier process over its socket.
 
-Kept apart from warm_kernel.py (and jupyter_client) so that a command can start the template
+Kept apart from provisioner.py (and jupyter_client) so that a command can start the template
 before it imports anything heavy: the template's import of torch is the start-up's longest path.
 """
 
@@ -181,7 +181,7 @@ class Zygote:
 
     def locate_verifier(self, failed: int | None = None) -> dict:
         """{"path", "pid"} of the verifier process; a new one if the one with pid `failed` did
-        not answer (zygote.py's "verifier" request)."""
+        not answer (template.py's "verifier" request)."""
         return self.request(op="verifier", failed=failed)
 
     @property

@@ -68,7 +68,7 @@ def preload(control_dir: str | None = None) -> dict:
 # runs through (see read_kernel_stack_sources).
 KERNEL_STACK_MODULES = (
     "runpy",
-    "__main__",  # the template's own code (zygote.py), and isolation.py's when sandboxed
+    "__main__",  # the template's own code (template.py), and isolation.py's when sandboxed
     "autograder.grade.kernels.template",
     "autograder.grade.kernels.forked",
     "autograder.grade.sandbox.isolation",
