@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up Hooklab's Python environment: the active virtualenv/conda env if there is one, else .venv/
 # at the repo root. torch 2.13.0 (CPU) goes in first: any later requirement it satisfies then
-# installs nothing more, where a bare `torch` would pull a multi-GB CUDA build.
+# installs nothing more, where a bare `torch` would pull a multi-GB CUDA build. Then the exact
+# versions CI tests (requirements.lock, written by scripts/lock.sh), then Hooklab itself, editable,
+# with its `grader` and `dev` extras (their ranges in pyproject.toml admit the locked versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,16 +37,20 @@ fi
 # Compiled here once (a no-op when up to date).
 "$python" -m compileall -q autograder
 
-# Re-install only when pyproject.toml changed since the last successful set-up.
+# Re-install only when pyproject.toml or the lock changed since the last successful set-up.
 stamp="$("$python" -c 'import sys; print(sys.prefix)')/.hooklab-setup"
-wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+wanted="$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
   exit 0
 fi
 
 echo "Installing torch 2.13.0 (CPU) ..."
 "$python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-echo "Installing Hooklab and its dependencies ..."
-"$python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+echo "Installing the locked dependencies (requirements.lock) ..."
+"$python" -m pip install --quiet --disable-pip-version-check -r requirements.lock
+echo "Installing Hooklab (editable) ..."
+# --no-deps: everything it needs is in the lock; pip check says so if the two ever disagree.
+"$python" -m pip install --quiet --disable-pip-version-check --no-deps -e ".[grader,dev]"
+"$python" -m pip check
 echo "$wanted" > "$stamp"
 echo "Environment ready: $python"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Are pyproject.toml's floors true? Installs Hooklab with its `grader` extra into .venv-floors/,
+# every dependency held at the lowest version pyproject.toml admits (scripts/floors.py; the
+# packages they pull in at their newest, as pip would give them; the dev tools unconstrained), and
+# runs there the tests of the engine, its speed-ups, the named submissions' golden scores and the
+# notebooks. `.ci/run` runs it after the main suite; arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python="${HOOKLAB_PYTHON:-/usr/bin/python3.11}"
+command -v "$python" >/dev/null || python=python3
+venv=.venv-floors
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+
+started=$SECONDS
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+fi
+constraints="$venv/floors.txt"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check packaging
+"$venv/bin/python" scripts/floors.py grader > "$constraints"
+stamp="$venv/.hooklab-floors"
+wanted="$(sha256sum "$constraints" | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+  echo "Installing the floors ($(wc -l < "$constraints") dependencies at their lowest) ..."
+  "${pip[@]}" install --quiet "torch==$(grep '^torch==' "$constraints" | cut -d= -f3)"
+  "${pip[@]}" install --quiet -c "$constraints" -e ".[grader,dev]"
+  "${pip[@]}" check
+  echo "$wanted" > "$stamp"
+fi
+"$venv/bin/python" -m compileall -q autograder
+echo "Floors installed in $((SECONDS - started)) s:"
+"${pip[@]}" freeze --exclude-editable | grep -iE "^($(cut -d= -f1 "$constraints" | paste -sd'|'))==" \
+  | paste -sd' '
+
+"$venv/bin/python" -m pytest -p no:cacheprovider -n 2 -m "not browser" \
+  tests/test_engine*.py tests/test_submissions.py tests/test_notebooks.py \
+  tests/test_kernel_speedups.py tests/test_figure_speedups.py tests/test_cell_ends.py \
+  tests/test_traceback_cache.py "$@"
+echo "Floors checked in $((SECONDS - started)) s"
