@@ -3,7 +3,7 @@ PYTHON := $(shell if [ -n "$$VIRTUAL_ENV" ]; then echo "$$VIRTUAL_ENV/bin/python
 	elif [ -n "$$CONDA_PREFIX" ] && [ "$${CONDA_DEFAULT_ENV:-base}" != base ]; then \
 	echo "$$CONDA_PREFIX/bin/python"; else echo .venv/bin/python; fi)
 
-.PHONY: setup demo test build lab bench
+.PHONY: setup demo test floors lock build lab bench
 
 setup:
 	@bash scripts/setup.sh
@@ -11,10 +11,17 @@ setup:
 demo: setup  ## build the student notebooks, grade the sample class, print the table
 	$(PYTHON) -m autograder demo
 
-test: setup  ## lint and the whole test suite
+test: setup  ## lint, the whole test suite, then the student install from the wheel (prints its cost)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -m "not selfstudy"
+	$(PYTHON) -m pytest -m selfstudy -n 0 -s tests/test_selfstudy.py
+
+floors: setup  ## the engine's and the notebooks' tests with every dependency at its lowest allowed version
+	PYTHON=$(PYTHON) bash scripts/check_floors.sh
+
+lock: setup  ## rewrite requirements.lock after a change of pyproject.toml (docs/dependencies.md)
+	bash scripts/lock.sh
 
 build: setup  ## regenerate notebooks/ from solutions/ after editing a solution notebook
 	$(PYTHON) -m autograder build

@@ -3,7 +3,9 @@
 # every dependency held at the lowest version pyproject.toml admits (scripts/floors.py; the
 # packages they pull in at their newest, as pip would give them; the dev tools unconstrained), and
 # runs there the tests of the engine, its speed-ups, the named submissions' golden scores and the
-# notebooks. `.ci/run` runs it after the main suite; arguments go to pytest.
+# notebooks. Then the self-study test with the student install's own floors (IPython's is lower
+# than the grader's). `make floors`, which `.ci/run` runs after the main suite; arguments go to
+# the first pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python="${HOOKLAB_PYTHON:-/usr/bin/python3.11}"
@@ -36,4 +38,11 @@ echo "Floors installed in $((SECONDS - started)) s:"
   tests/test_engine*.py tests/test_submissions.py tests/test_notebooks.py \
   tests/test_kernel_speedups.py tests/test_figure_speedups.py tests/test_cell_ends.py \
   tests/test_traceback_cache.py "$@"
+echo "Grading stack's floors checked in $((SECONDS - started)) s"
+
+# The runner is the project's environment (it has nbclient); the student's venv is the test's.
+student_floors="$venv/student-floors.txt"
+"$venv/bin/python" scripts/floors.py > "$student_floors"
+HOOKLAB_SELFSTUDY_CONSTRAINTS="$PWD/$student_floors" "${PYTHON:-.venv/bin/python}" -m pytest \
+  -p no:cacheprovider -n 0 -s -m selfstudy tests/test_selfstudy.py
 echo "Floors checked in $((SECONDS - started)) s"

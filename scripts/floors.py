@@ -1,8 +1,9 @@
-"""Print a pip constraints file that holds every dependency of Hooklab and its `grader` extra at
-the lowest version pyproject.toml admits (`name==floor`; the highest floor where a name is listed
-twice). scripts/check_floors.sh installs with it, so that the floors are versions CI has run.
+"""Print a pip constraints file that holds every dependency of Hooklab (and of the extras named)
+at the lowest version pyproject.toml admits (`name==floor`; the highest floor where a name is
+listed twice). scripts/check_floors.sh installs with it, so that the floors are versions CI has run.
 
-    python scripts/floors.py [extra ...]     (default: grader)
+    python scripts/floors.py             the student install's floors
+    python scripts/floors.py grader      ... and the grading stack's
 """
 
 from __future__ import annotations
@@ -39,5 +40,5 @@ def floors(extras: list[str]) -> dict[str, Version]:
 
 
 if __name__ == "__main__":
-    for name, version in sorted(floors(sys.argv[1:] or ["grader"]).items()):
+    for name, version in sorted(floors(sys.argv[1:]).items()):
         print(f"{name}=={version}")
