@@ -1,0 +1,92 @@
+"""Does every notebook open with the install cell, and does that cell install only when it
+should: never where the package is found, never under nbgrader, and what HOOKLAB_INSTALL names
+otherwise? (The cell runs here with pip stubbed; tests/test_selfstudy.py runs the real pip.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import course, notebooks
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from notebook_cells import INSTALL_CELL_ID, INSTALL_SOURCE  # noqa: E402
+
+
+@pytest.mark.parametrize("assignment", course.assignments())
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_the_first_code_cell_of_every_notebook_is_the_install_cell(folder, assignment):
+    nb = notebooks.read(course.notebook_path(folder, assignment))
+    first = next(cell for cell in nb.cells if cell.cell_type == "code")
+    assert first.id == INSTALL_CELL_ID and first.source == INSTALL_SOURCE
+    assert "nbgrader" not in first.metadata  # a demo cell: nothing graded, nothing locked
+
+
+class Pip:
+    """Stands in for subprocess.run; `installs` says whether the package is there afterwards."""
+
+    def __init__(self, monkeypatch, *, found_before: bool, installs: bool, returncode: int = 0):
+        self.calls: list[list[str]] = []
+        self.found = found_before
+        self.installs, self.returncode = installs, returncode
+        real_find_spec = importlib.util.find_spec
+
+        def find_spec(name, *args):
+            if name == "autograder":
+                return real_find_spec(name) if self.found else None
+            return real_find_spec(name, *args)
+
+        monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+        monkeypatch.setattr(subprocess, "run", self)
+
+    def __call__(self, command, **kwargs):
+        self.calls.append(command)
+        self.found = self.installs
+        return subprocess.CompletedProcess(command, self.returncode, "pip said this", "")
+
+
+def run_cell() -> None:
+    exec(compile(INSTALL_SOURCE, "install", "exec"), {"__name__": "__main__"})
+
+
+def test_where_the_package_is_found_the_cell_does_nothing(monkeypatch, capsys):
+    pip = Pip(monkeypatch, found_before=True, installs=True)
+    run_cell()
+    assert pip.calls == [] and capsys.readouterr().out == ""
+
+
+def test_under_nbgrader_the_cell_never_installs_even_without_the_package(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    pip = Pip(monkeypatch, found_before=False, installs=True)
+    run_cell()
+    assert pip.calls == [] and capsys.readouterr().out == ""
+
+
+def test_without_the_package_it_installs_hooklab_or_what_hooklab_install_names(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv("HOOKLAB_INSTALL", raising=False)
+    pip = Pip(monkeypatch, found_before=False, installs=True)
+    run_cell()
+    monkeypatch.setenv("HOOKLAB_INSTALL", "--find-links '/a dir' hooklab[lab]")
+    pip.found = False
+    run_cell()
+    installed = [call[call.index("install") + 1 :] for call in pip.calls]
+    assert installed == [
+        ["--quiet", "hooklab"],
+        ["--quiet", "--find-links", "/a dir", "hooklab[lab]"],
+    ]
+    assert all(call[0] == sys.executable for call in pip.calls)  # the kernel's own environment
+
+
+@pytest.mark.parametrize(("returncode", "installs"), [(1, False), (0, False)])
+def test_a_failed_install_stops_run_all_with_pips_words(monkeypatch, capsys, returncode, installs):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    Pip(monkeypatch, found_before=False, installs=installs, returncode=returncode)
+    with pytest.raises(RuntimeError, match="Hooklab is not installed"):
+        run_cell()
+    assert "pip said this" in capsys.readouterr().out
