@@ -15,7 +15,7 @@ test: setup  ## lint, the whole test suite, then the student install from the wh
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m pytest -m "not selfstudy"
-	$(PYTHON) -m pytest -m selfstudy -n 0 -s tests/test_selfstudy.py
+	$(PYTHON) -m pytest -m selfstudy -n 0 -s tests/course/test_selfstudy.py
 
 floors: setup  ## the engine's and the notebooks' tests with every dependency at its lowest allowed version
 	PYTHON=$(PYTHON) bash scripts/check_floors.sh

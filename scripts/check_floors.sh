@@ -35,14 +35,13 @@ echo "Floors installed in $((SECONDS - started)) s:"
   | paste -sd' '
 
 "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 -m "not browser" \
-  tests/test_engine*.py tests/test_submissions.py tests/test_notebooks.py \
-  tests/test_kernel_speedups.py tests/test_figure_speedups.py tests/test_cell_ends.py \
-  tests/test_traceback_cache.py "$@"
+  tests/grade/test_engine*.py tests/grade/sandbox tests/grade/speedups \
+  tests/exercises/test_submissions.py tests/course/test_notebooks.py "$@"
 echo "Grading stack's floors checked in $((SECONDS - started)) s"
 
 # The runner is the project's environment (it has nbclient); the student's venv is the test's.
 student_floors="$venv/student-floors.txt"
 "$venv/bin/python" scripts/floors.py > "$student_floors"
 HOOKLAB_SELFSTUDY_CONSTRAINTS="$PWD/$student_floors" "${PYTHON:-.venv/bin/python}" -m pytest \
-  -p no:cacheprovider -n 0 -s -m selfstudy tests/test_selfstudy.py
+  -p no:cacheprovider -n 0 -s -m selfstudy tests/course/test_selfstudy.py
 echo "Floors checked in $((SECONDS - started)) s"

@@ -130,7 +130,7 @@ def test_the_torch_installed_first_is_one_release_everywhere_and_admitted_by_pyp
         "scripts/setup.sh",
         "scripts/lock.sh",
         "environment.yml",
-        "tests/test_selfstudy.py",
+        "tests/course/test_selfstudy.py",
     ):
         text = (ROOT / path).read_text(encoding="utf-8")
         named[path] = {a or b for a, b in re.findall(r"torch==(\d[\w.]*)|TORCH=(\d[\w.]*)", text)}

@@ -1,6 +1,6 @@
 """Does every notebook open with the install cell, and does that cell install only when it
 should: never where the package is found, never under nbgrader, and what HOOKLAB_INSTALL names
-otherwise? (The cell runs here with pip stubbed; tests/test_selfstudy.py runs the real pip.)"""
+otherwise? (The cell runs here with pip stubbed; tests/course/test_selfstudy.py runs the real pip.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from autograder import course, notebooks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from notebook_cells import INSTALL_CELL_ID, INSTALL_SOURCE  # noqa: E402
 

@@ -27,7 +27,7 @@ from autograder import course
 
 pytestmark = pytest.mark.selfstudy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "forward_hooks"
 TORCH = "torch==2.13.0"  # the local CPU wheel: see scripts/setup.sh
 # What `pip install hooklab[grader]` adds and a student must not need.
