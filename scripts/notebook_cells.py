@@ -44,7 +44,8 @@ if importlib.util.find_spec("autograder") is None and not os.environ.get("NBGRAD
 
 
 def install_cell():
-    return notebooks.demo(INSTALL_CELL_ID, INSTALL_SOURCE)
+    # Locked: nbgrader restores it as released, and the grader reads it as the course's code.
+    return notebooks.locked(INSTALL_CELL_ID, INSTALL_SOURCE)
 
 
 def add_install_cell(assignment: str) -> None:

@@ -3,7 +3,7 @@ hint cell right above each exercise's answer cell and, in cnn_hooks, the feature
 after the forward-hook demo. Running it again rewrites those cells in place (same ids) and
 touches no other cell. Then `python -m autograder build` regenerates notebooks/.
 
-The hints themselves are in autograder/widgets/hint_texts.py; a hint cell only names its exercise.
+The hints themselves are in each exercise's module (HINTS); a hint cell only names its exercise.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 # What a student notebook imports from the package (its set-up, hint, progress and data cells).
-STUDENT_IMPORTS = ["autograder", "autograder.checks", "autograder.widgets", "autograder.digits"]
+STUDENT_IMPORTS = ["autograder", "autograder.exercises", "autograder.widgets", "autograder.digits"]
 
 
 def requirements(*groups: str) -> list[Requirement]:

@@ -3,7 +3,6 @@ protections and outputs, and with one fresh warm kernel per submission?"""
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from golden import cases, expected_scores, make_course, submit_cases
 from autograder import course, gradebook, notebooks
 from autograder.grade.grader.batch import Batch
 from autograder.grade.kernels.template_client import Zygote
-from autograder.grade.verifier.client import RemoteVerifiers
 from autograder.grade.worker.execute import execute_notebook
 
 pytestmark = pytest.mark.nbgrader
@@ -198,30 +196,6 @@ def _grade_in_a_new_process(script: str, root: Path) -> subprocess.CompletedProc
     """Run `script` (which grades the course at sys.argv[1]) in a fresh interpreter."""
     command = [sys.executable, "-c", script, str(root)]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
-
-
-def test_a_verifier_process_that_died_is_replaced(monkeypatch):
-    monkeypatch.setenv("HOOKLAB_SANDBOX", "off")  # so that its pid is one this test can signal
-    zygote = Zygote()
-    try:
-        verifiers = zygote.verifiers
-        # A second worker's client, connected to the same verifier.
-        other = RemoteVerifiers(zygote.locate_verifier)
-        for client in (verifiers, other):
-            assert ("forward_collect", True) in client.facts().verifiers  # connected
-        first = zygote.locate_verifier()
-        # Asked at once, while the killed verifier may still be exiting and not yet reapable:
-        # the client must be given a new one, not the dead one's socket again.
-        os.kill(first["pid"], signal.SIGKILL)
-        reason = verifiers.judge("forward_collect", True, 1, {"data": []})
-        assert "is malformed" in reason
-        second = zygote.locate_verifier()
-        assert second["pid"] != first["pid"] and second["path"] == first["path"]
-        # The other client finds its verifier gone too, but must not have the new one replaced.
-        assert "is malformed" in other.judge("forward_collect", True, 1, {"data": []})
-        assert zygote.locate_verifier()["pid"] == second["pid"]
-    finally:
-        zygote.stop()
 
 
 def test_a_slow_preload_runs_in_a_child_template_while_the_zygote_goes_on_serving(

@@ -22,7 +22,7 @@ from lab_server import running_lab
 
 from autograder import course, notebooks
 from autograder.cli import exercise_order
-from autograder.widgets.hint_texts import HINTS
+from autograder.widgets.hints import exercise_hints
 
 pytestmark = pytest.mark.browser
 # In CI (which sets CI=true, and whose .ci/run installs Chromium) a missing Playwright or Chromium
@@ -192,9 +192,9 @@ def test_student_answers_an_exercise_and_sees_it_pass_with_widgets(browser, lab,
     expect(hints.locator("li")).to_have_count(0)
     button.click()
     expect(hints.locator("li")).to_have_count(1)
-    expect(hints.locator("li").first).to_have_text(HINTS[EXERCISE][0].replace("`", ""))
+    expect(hints.locator("li").first).to_have_text(exercise_hints(EXERCISE)[0].replace("`", ""))
     expect(button).to_have_text(re.compile("Show hint 2 of 3"))
-    expect(hints).not_to_contain_text(HINTS[EXERCISE][1].replace("`", ""))
+    expect(hints).not_to_contain_text(exercise_hints(EXERCISE)[1].replace("`", ""))
 
     cell(page, f"{EXERCISE}_hints").scroll_into_view_if_needed()
     page.locator(".jp-NotebookPanel").screenshot(path=shots / "exercise_passes.png")

@@ -41,12 +41,6 @@ def check(
     seed: int | None = None,
 ) -> None:
     """Run the check for `grade_id` against a notebook's namespace (pass `globals()`)."""
-    from autograder.exercises.kit import registry
-
-    if registry.notebook_of(grade_id) is None:  # not converted yet: the old checks (transition)
-        from autograder.checks import check as old_check
-
-        return old_check(grade_id, namespace, hidden=hidden, seed=seed)
     outcome = run_check(grade_id, namespace, hidden=hidden, seed=seed)
     progress.record(grade_id, hidden, outcome.status)
     key = (grade_id, hidden)

@@ -1,6 +1,6 @@
 """The kernels a template (template.py) forks: each one becomes a real ipykernel within its resource
-limits; the template keeps track of them (signals, wall-clock limits, how each ended) and forks
-the trusted verifiers' process too."""
+limits, or the verifier of one notebook (verifier/host.py); the template keeps track of them
+(signals, wall-clock limits, how each ended)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,6 @@ class Kernels:
         self.running: dict[int, _Kernel] = {}
         self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
         self.ended: dict[int, tuple[int, float, float, str]] = {}
-        self.verifier: int | None = None  # the pid of the verifier process, while it runs
         # The sockets on which sandboxed kernels ask to have their folder sealed, and the folder.
         self.sealing: dict[socket.socket, str] = {}
 
@@ -143,9 +142,6 @@ class Kernels:
                 return
             if pid == 0:
                 return
-            if pid == self.verifier:  # the next "verifier" request starts another
-                self.verifier = None
-                continue
             if pid in self.inits:  # its kernel is dead too (a pid namespace ends with its init)
                 self.running[self.inits.pop(pid)].init = None
                 continue
@@ -160,27 +156,6 @@ class Kernels:
             cpu = usage.ru_utime + usage.ru_stime
             code = os.waitstatus_to_exitcode(status)
             self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)
-
-    def verifier_path(self, path: str, inherited: list, failed: int | None = None) -> str:
-        """The socket of this template's verifier process, forked now if none runs or if the
-        running one is `failed` (which a client found not answering)."""
-        from autograder.grade.verifier import process as verifier_process  # torch: imported by now
-
-        verifier = path.removesuffix(".sock") + "-verifier.sock"
-        self.reap()
-        if failed is not None and failed == self.verifier:
-            # A verifier that was killed can close its socket before wait4 can reap it (its
-            # other threads are still exiting): waiting here, not in reap(), keeps a client
-            # from being sent back to that dead socket.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(failed, signal.SIGKILL)
-            os.waitpid(failed, 0)
-            self.verifier = None
-        if self.verifier is None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(verifier)  # a verifier that died left it
-            self.verifier = verifier_process.start(listen(verifier), inherited)
-        return verifier
 
     def stop(self) -> None:
         """Kill every kernel still running (and what it started)."""

@@ -11,10 +11,6 @@ Protocol: one JSON line per connection on a Unix socket.
                                  "cpu_s": float|null, "reason": "why the zygote killed it"}
   {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)
   {"op": "info"} -> the zygote's configuration: {"sandboxed": bool, "weaker": why not, ...}
-  {"op": "verifier", "failed": N|null} -> {"path": "...", "pid": N}  (the socket and pid of the
-  trusted verifiers' process, which the template forks on the first such request and again once
-  it has died, or once a client says the one with pid "failed" did not answer it;
-  verifier_process.py)
 The zygote kills a kernel that outlives its wall-clock limit (Limits.wall_seconds). When it
 runs in the sandbox, each kernel is isolated further by isolation.py before it starts.
   {"op": "preload", "modules": [...]} -> {"failed": [...], "path": "..."}  (the socket of a
@@ -227,10 +223,6 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
                     reply = kernels.signal(int(request["pid"]), int(request["signum"]))
                 elif op == "info":
                     reply = config
-                elif op == "verifier":
-                    held = [server, connection, *templates.held(), *kernels.sealing]
-                    verifier = kernels.verifier_path(path, held, request.get("failed"))
-                    reply = {"path": verifier, "pid": kernels.verifier}
                 else:
                     reply = {"error": f"unknown request {request!r}"}
             except (OSError, RuntimeError) as error:

@@ -1,5 +1,5 @@
 """The grading side of the kernel template (template.py): start it (in the sandbox when it can),
-and ask it for kernels, preloads, statuses and the verifier process over its socket.
+and ask it for kernels (and notebook verifiers), preloads and statuses over its socket.
 
 Kept apart from provisioner.py (and jupyter_client) so that a command can start the template
 before it imports anything heavy: the template's import of torch is the start-up's longest path.
@@ -31,7 +31,6 @@ from autograder.grade.sandbox.bwrap import (
     template_matplotlib_folder,
 )
 from autograder.grade.speedups import traceback_cache
-from autograder.grade.verifier.client import RemoteVerifiers
 
 ZYGOTE_ENV = "HOOKLAB_ZYGOTE"  # a running zygote's socket, for worker processes to share
 
@@ -52,7 +51,6 @@ class Zygote:
         self.peak_rss_mb, self._info = 0.0, None
         self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
         self._unanswered: list[socket.socket] = []
-        self._verifiers: RemoteVerifiers | None = None
         self._launched_in_sandbox: SandboxSettings | None = None  # until it says it listens
         if path:  # a zygote some other process started and owns
             self.dir, self.path, self.process = None, path, None
@@ -171,18 +169,6 @@ class Zygote:
         if self._info is None:
             self._info = self.request(op="info")
         return self._info
-
-    @property
-    def verifiers(self) -> RemoteVerifiers:
-        """The checks' trusted verifiers, in the process this zygote forks for them."""
-        if self._verifiers is None:
-            self._verifiers = RemoteVerifiers(self.locate_verifier)
-        return self._verifiers
-
-    def locate_verifier(self, failed: int | None = None) -> dict:
-        """{"path", "pid"} of the verifier process; a new one if the one with pid `failed` did
-        not answer (template.py's "verifier" request)."""
-        return self.request(op="verifier", failed=failed)
 
     @property
     def weaker(self) -> str | None:

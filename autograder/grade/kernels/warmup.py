@@ -19,7 +19,7 @@ PRELOAD = (
     "ipykernel.kernelapp",
     "ipykernel.debugger",
     "torch",
-    "autograder.checks",
+    "autograder.exercises.kit.notebook",
     # What every kernel still imported after the fork (a diff of sys.modules at the end of a
     # notebook): while it starts (the debugger, the history's sqlite3, tornado's asyncio loop,
     # the storemagic extension), for its first traceback, or from the course's own checks.
@@ -35,7 +35,7 @@ PRELOAD = (
     "tornado.platform.asyncio",
     "zmq.utils.garbage",
     "torch._subclasses.schema_check_mode",
-    "autograder.widgets.hint_texts",
+    "autograder.widgets.hints",
 )
 # ipykernel makes the inline backend matplotlib's default by setting this before any notebook
 # code runs; matplotlib reads it when imported, so it must be set before the preload does.

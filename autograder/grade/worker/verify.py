@@ -1,31 +1,24 @@
-"""The trusted step around execution: seeds into hidden test cells before, verdicts checked after.
+"""The trusted step around execution: the notebook's verifier started before, verdicts after.
 
-It runs in the grading worker, a process the student's code never runs in; the checks' verifiers
-themselves run in the verifier process (verifier_process.py; in-process where torch is loaded
-anyway, as in the tests), so the worker never imports torch. Before execution,
-`Guard.prepare` writes a seed into each test cell's `check(...)` call (derived from the
-course secret, the student, the assignment and the grade id: unknown to the notebook before that
-cell runs, the same on every regrade) and records each cell's execute_reply status. After
-execution, `Guard.verify` gives each graded test cell that nbgrader would score as passed a
-second, trusted opinion, and replaces the outputs of a cell that fails it with an error output
-carrying the reason, so nbgrader's own scoring gives it zero and its feedback shows why:
+It runs in the grading worker, a process the student's code never runs in. Before execution,
+`Guard.prepare` sends the notebook's verifier (verifier/host.py, forked by the kernel template:
+the worker never imports torch) what it needs to run each registered exercise's answer cell on
+its own, with seeds derived from the course secret, the student, the assignment and the grade id
+(unknown to the notebook, the same on every regrade); it keeps the exercises' hidden test cells
+from the kernel and records each cell's execute_reply status. After execution, `Guard.verify`
+gives each graded test cell its trusted verdict, and replaces the outputs of a cell that fails
+it with an error output carrying the reason, so nbgrader's own scoring gives it zero and its
+feedback shows why:
 
-* a cell that never ran (the kernel exited or died first) gets zero;
-* a cell whose kernel reply says it raised, but whose error output is gone (a custom exception
-  handler, cleared output), gets zero;
-* a check with a trusted verifier (autograder/checks/trusted.py) must have left exactly one
-  evidence output; the verifier rebuilds its inputs from the seed, recomputes the expected
-  values and compares; missing, malformed or wrong evidence gives zero;
-* once the static scan (scan.py) finds tampering constructs in any of the submission's cells,
-  no such cell keeps its kernel verdict: it gets zero too.
+* a hidden cell gets the verifier's verdict as its output;
+* a visible cell that passed in the kernel keeps its points only if the verifier agrees;
+* a cell that never ran (the kernel exited or died first), or whose kernel reply says it raised
+  while its error output is gone (a custom exception handler, cleared output), gets zero;
+* an exercise whose answer cell the static scan (scan.py) finds tampering in gets zero.
 
-A registered exercise's test cells (autograder/exercises/) get the verdicts of the notebook's
-own verifier instead (verifier/host.py): its hidden cell is kept from the kernel, and its
-visible cell keeps its points only if the verifier agrees. The secrets no output may show (the
-seeds, the hidden cells' lines) are for hygiene.py to scrub.
-
-Evidence outputs and the seeds are removed again, so the autograded notebook holds only what
-stock nbgrader would put there, plus the flags. The flags also go to the notebook's metadata
+Test cells of other courses (no registered exercise) keep nbgrader's own scoring, with the
+same zero for a cell that did not run or hid its error. The secrets no output may show (the
+hidden cells' lines) are for hygiene.py to scrub. The flags also go to the notebook's metadata
 (`hooklab.flags`), from which the batch reads them for the submission's message.
 """
 
@@ -44,8 +37,7 @@ from typing import Any
 import nbformat
 
 from autograder.exercises.kit import registry
-from autograder.grade.verifier.client import EVIDENCE_MIMETYPE as MIMETYPE
-from autograder.grade.verifier.client import Facts, LocalVerifiers, VerifierFailed
+from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.verifier.request import build_request, exercises_in
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
@@ -89,17 +81,13 @@ class Guard:
     assignment: str
     secret: str = ""
     replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
-    sources: dict[int, str] = field(default_factory=dict)  # cell index -> source before seeding
     hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
-    # Where the old checks' verifiers run: a RemoteVerifiers (the engine's workers), or here.
-    verifiers: Any = field(default_factory=LocalVerifiers)
     # The exercises' own verifier (verifier/host.py): started by `start_verifier`, its verdicts
     # read in `verify`; `run_verifier` makes one (a NotebookVerifier, or an in-process stand-in).
     run_verifier: Any = None
     timeout: float = 60.0
     exercises: set[str] = field(default_factory=set)  # registered exercises of this notebook
     blanked: dict[int, str] = field(default_factory=dict)  # hidden cells the kernel does not run
-    seeds: set[int] = field(default_factory=set)  # every seed written into a cell the kernel ran
     _verifier: Any = None
 
     @classmethod
@@ -116,8 +104,7 @@ class Guard:
 
     def prepare(self, nb: Any, executor: Any) -> None:
         """Before execution: start the exercises' verifier, keep their hidden test cells from the
-        kernel (the verifier runs them), seed the old checks' test cells; make `executor` report
-        reply statuses."""
+        kernel (the verifier runs them); make `executor` report reply statuses."""
         self.exercises = set(exercises_in(nb))
         if self.exercises and self.run_verifier is not None:
             request = build_request(nb, self.seed, timeout=self.timeout)
@@ -129,9 +116,6 @@ class Guard:
             if owner and _grade_id(cell) == f"{owner}_hidden":
                 self.blanked[index] = cell.source
                 cell.source = ""  # nbclient skips an empty cell
-            elif not owner:
-                self.sources[index] = cell.source
-                cell.source = CHECK_CALL.sub(self._seeded, cell.source)
 
         nbgrader_hook = getattr(executor, "on_cell_executed", None)
 
@@ -159,35 +143,20 @@ class Guard:
         except (VerifierFailed, OSError, RuntimeError):
             return _as_grader_fault(lambda: self._verifier.again().verdicts())
 
-    def _seeded(self, match: re.Match) -> str:
-        grade_id, hidden = match.group(1), bool(match.group(2))
-        flag = ", hidden=True" if hidden else ""
-        seed = self.seed(grade_id, hidden)
-        self.seeds.add(seed)
-        return f'check("{grade_id}", globals(){flag}, seed={seed})'
-
     def secrets(self) -> set[str]:
-        """What no output may show: the seeds, and the lines of hidden test cells (the old
-        checks', which the kernel ran, and the exercises', which it never gets)."""
-        hidden = [source for source in self.sources.values() if "hidden=True" in source]
-        hidden += list(self.blanked.values())
-        # As the kernel ran them: with their seeds.
-        hidden += [CHECK_CALL.sub(self._seeded, source) for source in hidden]
-        return {str(seed) for seed in self.seeds} | hygiene.secret_lines(hidden)
+        """What no output may show: the lines of the hidden test cells the kernel never gets."""
+        return hygiene.secret_lines(list(self.blanked.values()))
 
     def verify(self, nb: Any) -> list[str]:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns
         the flags, one sentence each, also stored in nb.metadata.hooklab.flags."""
         findings = scan_cells(nb)
         verdicts = self._verdicts()
-        facts = self._facts()
-        flags = [_flag_text(finding) for finding in findings] + layout_notes(nb, facts)
+        flags = [_flag_text(finding) for finding in findings] + layout_notes(nb)
         for finding_cell, items in _by_cell(nb, findings):
             text = "\n".join(f"⚠ grader: {_flag_text(f)}" for f in items)
             finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
         for index, cell in enumerate(nb.cells):
-            if index in self.sources:
-                cell.source = self.sources[index]
             if index in self.blanked:
                 cell.source = self.blanked[index]
             if not _is_test_cell(cell):
@@ -196,18 +165,9 @@ class Guard:
             if owner:
                 flags += self._exercise_verdict(index, cell, owner, verdicts, findings)
                 continue
-            evidence = [o for o in cell.outputs if MIMETYPE in o.get("data", {})]
-            cell.outputs = [o for o in cell.outputs if MIMETYPE not in o.get("data", {})]
-            if index in self.hidden_errors:
-                reason = "the cell raised an error, but its error output was hidden"
-            elif any(o.output_type == "error" for o in cell.outputs):
+            if any(o.output_type == "error" for o in cell.outputs):
                 continue  # nbgrader scores it zero already
-            else:
-                try:
-                    reason = self._reason(index, cell, evidence, findings, facts)
-                except Exception as bug:  # never keep points the grader could not confirm
-                    name = type(bug).__name__
-                    reason = f"the grader could not verify it ({name}); tell your instructor"
+            reason = self._ran(index, cell)
             if reason:
                 name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
                 flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
@@ -227,12 +187,7 @@ class Guard:
         name = _grade_id(cell)
         if any(o.output_type == "error" for o in cell.outputs):
             return []  # the kernel's own zero (a failed check, or "not run" after a death)
-        if not hidden and cell.get("execution_count") is None and index not in self.replies:
-            reason = "this cell did not run (the kernel stopped before it)"
-            cell.outputs = [_flag_output(name, reason)]
-            return [f"{FLAG}: cell {name} gets 0: {reason}"]
-        if not hidden and self.replies.get(index, "ok") != "ok":
-            reason = "the kernel says this cell raised an error"
+        if not hidden and (reason := self._ran(index, cell)):
             cell.outputs = [_flag_output(name, reason)]
             return [f"{FLAG}: cell {name} gets 0: {reason}"]
         if tampering:
@@ -254,51 +209,15 @@ class Guard:
         cell.outputs = [_failure_output(owner, verdict.message)]
         return []
 
-    def _facts(self) -> Facts:
-        """The old checks' facts, and the exercise modules' (read from their files)."""
-        old = self.verifiers.facts() if set(_old_ids()) else None
-        ids = set(registry.grade_ids())
-        hidden = {gid for gid in ids if registry.defines(gid, "hidden")}
-        if old is None:
-            return Facts(frozenset(), frozenset(), frozenset(ids), frozenset(hidden))
-        return Facts(old.verifiers, old.independent, old.grade_ids | ids, old.hidden | hidden)
-
-    def _reason(
-        self, index: int, cell: Any, evidence: list, findings: list[Finding], facts: Facts
-    ) -> str:
-        """Why a cell that shows no error must not keep its points ("" when it keeps them)."""
+    def _ran(self, index: int, cell: Any) -> str:
+        """Why a cell that shows no error did not run through ("" when it did)."""
+        if index in self.hidden_errors:
+            return "the cell raised an error, but its error output was hidden"
         if cell.get("execution_count") is None and index not in self.replies:
             return "this cell did not run (the kernel stopped before it)"
         if self.replies.get(index, "ok") != "ok":
             return "the kernel says this cell raised an error"
-        calls = [(m.group(1), bool(m.group(2))) for m in CHECK_CALL.finditer(cell.source)]
-        for grade_id, hidden in calls:
-            if (grade_id, hidden) in facts.verifiers:
-                reason = self._verify_evidence(grade_id, hidden, evidence)
-                if reason:
-                    return reason
-        # These checks run in the student's kernel, and even an independent verifier's pass can
-        # be forged there by code that computes the expected evidence with the package's own
-        # verifiers: once the scan finds such code, no verdict of the kernel is believed.
-        if calls and any(finding.tampers for finding in findings):
-            return (
-                "this check ran in the notebook's kernel, and the notebook contains code that "
-                "tampers with grading (see the flags), so its result cannot be trusted"
-            )
         return ""
-
-    def _verify_evidence(self, grade_id: str, hidden: bool, outputs: list) -> str:
-        mine = [o.data[MIMETYPE] for o in outputs if _evidence_of(o.data[MIMETYPE], grade_id)]
-        mine = [e for e in mine if bool(e.get("hidden")) is hidden]
-        if not mine:
-            return f"the check {grade_id} left no evidence of its result (was it replaced?)"
-        if len(mine) > 1:
-            return f"the check {grade_id} left {len(mine)} pieces of evidence instead of one"
-        payload = mine[0]
-        seed = self.seed(grade_id, hidden)
-        if payload.get("seed") != seed:
-            return f"the evidence of {grade_id} is for other inputs than the grader's"
-        return self.verifiers.judge(grade_id, hidden, seed, payload)
 
 
 def _as_grader_fault(attempt: Any) -> Any:
@@ -346,7 +265,7 @@ def _flag_text(finding: Finding) -> str:
     return f"{FLAG}: {finding}"
 
 
-def layout_notes(nb: Any, facts: Facts) -> list[str]:
+def layout_notes(nb: Any) -> list[str]:
     """Test cells that are missing, above their exercise, or copied into ordinary cells.
 
     nbgrader restores test cells by grade id, keeps only the last of duplicated ids and scores a
@@ -362,8 +281,8 @@ def layout_notes(nb: Any, facts: Facts) -> list[str]:
     for position, cell in enumerate(nb.cells):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         exercise = meta.get("grade_id")
-        if meta.get("solution") and exercise in facts.grade_ids:
-            hidden = [f"{exercise}_hidden"] if exercise in facts.hidden else []
+        if meta.get("solution") and registry.notebook_of(exercise or ""):
+            hidden = [f"{exercise}_hidden"] if registry.defines(exercise, "hidden") else []
             tests = [f"{exercise}_test", *hidden]
             for test in tests:
                 if test not in index:
@@ -388,10 +307,6 @@ def flags_of(notebook: str) -> list[str]:
 def _is_test_cell(cell: Any) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
-def _evidence_of(payload: Any, grade_id: str) -> bool:
-    return isinstance(payload, dict) and payload.get("grade_id") == grade_id
 
 
 def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]]:
@@ -424,10 +339,3 @@ def _owner(cell: Any, exercises: set[str]) -> str | None:
 def _failure_output(grade_id: str, message: str) -> Any:
     text = f"✗ {grade_id}: {message}"
     return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[text])
-
-
-def _old_ids() -> list[str]:
-    """Grade ids still checked by autograder/checks/ (the notebooks not converted yet)."""
-    from autograder.widgets.hint_texts import HINTS
-
-    return [gid for gid in HINTS if registry.notebook_of(gid) is None]

@@ -27,7 +27,7 @@ TAMPERING = {
     "get_ipython().set_custom_exc((Exception,), f)": "set_custom_exc",
     "import sys\nsys.modules['autograder'] = m": "changes sys.modules['autograder']",
     "import autograder\nautograder.check = f": "changes autograder.check",
-    "from autograder.checks import registry": "imports autograder.checks",
+    "from autograder.exercises.kit import registry": "imports autograder.exercises",
     "import ctypes": "imports ctypes",
     "exec(code)": "runs code from a string (exec)",
     "globals()['check'] = f": "changes globals()['check']",
@@ -75,7 +75,7 @@ def test_the_scan_leaves_legitimate_code_alone(source):
 # What IPython runs that Python's parser alone does not see: magics, shell commands, help, and
 # one-line cells run as a magic by automagic; code run through the shell; the package's insides.
 DYNAMIC = {
-    "%config InlineBackend.figure_formats = ['png']\nimport autograder.checks": "imports autograder.checks",
+    "%config InlineBackend.figure_formats = ['png']\nimport autograder.exercises": "imports autograder.exercises",
     "%config IPCompleter.greedy = True": "runs the magic %config",
     "!echo hi": "runs a shell command",
     "files = !ls": "runs a shell command",
@@ -95,7 +95,7 @@ DYNAMIC = {
     "eval(text)": "runs code from a string (eval)",
     "code = compile(text, 'x', 'exec')": "runs code from a string (compile)",
     "run = exec\nrun(text)": "runs code from a string (exec)",
-    "import importlib\nm = importlib.import_module('autograder.checks.trusted')": "imports importlib",
+    "import importlib\nm = importlib.import_module('autograder.exercises.kit.judge')": "imports importlib",
     "from importlib import import_module\nimport_module(name)": "imports by name at run time",
     "m = __import__('autograder')": "imports by name (__import__)",
     "import autograder": "imports autograder",
@@ -103,7 +103,7 @@ DYNAMIC = {
     "from autograder.exercises.kit import judge": "imports autograder.exercises.kit",
     "from autograder import check as c": "imports autograder",
     "from autograder.widgets import hints": "imports autograder.widgets",
-    "name = 'autograder.checks'": "names the grader's package",
+    "name = 'autograder.exercises'": "names the grader's package",
     "import sys\nmods = sys.modules": "reaches the interpreter's modules",
     "from sys import modules": "reaches the interpreter's modules",
     "g = show_hints.__globals__": "reaches into the interpreter's internals (__globals__)",

@@ -1,10 +1,13 @@
 # No answers; `check` replaced by one that prints a pass message and shows evidence it made up,
-# in the grader's own format and with the seed the grader wrote into the cell.
+# in the format the grader once read evidence in, with the seed the cell was called with.
 # %% dead_relu_stats
 from IPython.display import display
 
 import autograder
-from autograder.checks.evidence import encode
+
+
+def encode(values):  # the evidence format the grader once read: tensors as nested lists
+    return {name: value.tolist() if hasattr(value, "tolist") else value for name, value in values.items()}
 
 
 def fake_check(grade_id, namespace, hidden=False, seed=None):
