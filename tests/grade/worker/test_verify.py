@@ -127,7 +127,7 @@ def test_a_visible_pass_the_verifier_does_not_confirm_scores_zero(executed):
     flags, zeroed, failed, verified = _verified(guard, nb, verdicts)
     cells = {f"{exercise}_test"} | ({f"{exercise}_hidden"} & _ids(nb))
     assert failed == cells and not zeroed and not flags
-    shown = [c for c in verified.cells if _grade_id(c) == f"{exercise}_test"][0].outputs[0]
+    shown = next(c for c in verified.cells if _grade_id(c) == f"{exercise}_test").outputs[0]
     assert "the hooks did not run" in shown.evalue
 
 
@@ -148,7 +148,7 @@ def test_an_answer_cell_that_tampers_zeroes_its_exercise_only(executed):
     _, guard, nb = executed
     exercise = _exercise(guard)
     tampered = copy.deepcopy(nb)
-    answer = [c for c in tampered.cells if _grade_id(c) == exercise][0]
+    answer = next(c for c in tampered.cells if _grade_id(c) == exercise)
     answer.source += "\nimport autograder.grade\n"
     flags, zeroed, _, _ = _verified(guard, tampered)
     mine = {f"{exercise}_test"} | ({f"{exercise}_hidden"} & _ids(nb))
