@@ -17,7 +17,7 @@ from autograder.grade.worker.pipeline import NotebookJob, NotebookResult, grade_
 def dask_workers(scheduler: str) -> Iterator[Callable[[NotebookJob], NotebookResult]]:
     from distributed import Client
 
-    from autograder.grade.preflight import CannotGrade
+    from autograder.grade.problems import CannotGrade
 
     try:
         client = Client(scheduler)

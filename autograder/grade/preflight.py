@@ -13,11 +13,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from autograder.grade.grader.batch import submitted_students
+from autograder.grade.problems import CannotGrade
 from autograder.grade.settings import load_config
 
-
-class CannotGrade(RuntimeError):
-    """Input a grading run cannot start with; the message says what and where."""
+__all__ = ["CannotGrade", "check"]
 
 
 def check(

@@ -97,7 +97,7 @@ def exercise_hints(grade_id: str) -> list[str]:
     from autograder.i18n import _
 
     if registry.notebook_of(grade_id) is None:
-        raise ValueError(f"no exercise is called {grade_id!r}")
+        raise ValueError(f"no hints are written for {grade_id!r}: it is not an exercise")
     hints = getattr(registry.exercise(grade_id), "HINTS", None)
     if not hints:
         raise ValueError(f"no hints are written for {grade_id!r}")

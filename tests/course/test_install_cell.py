@@ -24,7 +24,9 @@ def test_the_first_code_cell_of_every_notebook_is_the_install_cell(folder, assig
     nb = notebooks.read(course.notebook_path(folder, assignment))
     first = next(cell for cell in nb.cells if cell.cell_type == "code")
     assert first.id == INSTALL_CELL_ID and first.source == INSTALL_SOURCE
-    assert "nbgrader" not in first.metadata  # a demo cell: nothing graded, nothing locked
+    # Locked, never graded: the grader restores it as released and reads it as the course's code.
+    meta = first.metadata.get("nbgrader", {})
+    assert meta.get("locked") and not meta.get("grade") and not meta.get("solution")
 
 
 class Pip:

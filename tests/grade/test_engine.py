@@ -83,7 +83,7 @@ def test_stock_generate_feedback_and_export_work_on_the_engines_output(graded):
     course.nbgrader("generate_feedback", "forward_hooks", "--force", root=root)
     feedback = root / "feedback" / "all_correct" / "forward_hooks" / "forward_hooks.html"
     html = feedback.read_text(encoding="utf-8")
-    assert "forward_collect" in html and "answer holds [x1, x2, output]" in html
+    assert "forward_collect" in html and "holds [x1, x2, output], in that order" in html
     # Feedback hygiene: the hidden tests' outputs reach the student, their code does not.
     text = re.sub(r"<[^>]+>", "", html)  # code is highlighted token by token
     assert "HIDDEN TESTS" not in text and "hidden=True" not in text

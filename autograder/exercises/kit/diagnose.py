@@ -32,7 +32,7 @@ PITFALLS: list[tuple[re.Pattern[str], str]] = [
         re.compile(r"leaf Variable that requires grad is being used in an in-place operation"),
         N_(
             "a Parameter requires grad, and autograd forbids changing it in place while it "
-            "records operations: change it under `with torch.no_grad():`."
+            "records operations: change it inside a `torch.no_grad()` block."
         ),
     ),
     (

@@ -161,6 +161,7 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
     pid = os.fork()
     if pid == 0:  # the child: the only process where this answer cell runs
         os.close(read)
+        os.setpgid(0, 0)  # what the answer cell starts is killed with the child's group
         # Nothing of the verifier's but this pipe: not its connection to the grader, above all.
         os.closerange(3, write)
         os.closerange(write + 1, _max_fd())
@@ -250,28 +251,37 @@ def _alone(error: BaseException) -> str:
 
 
 def _read_reply(read: int, pid: int, timeout: float) -> tuple[bytes, str]:
-    """All the child wrote, once it ends; or "" and why it gave nothing to judge."""
-    deadline, chunks, size = time.monotonic() + timeout, [], 0
-    with os.fdopen(read, "rb", buffering=0) as pipe:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                _kill(pid)
-                return b"", _("checking this answer took longer than {seconds:.0f} s").format(
-                    seconds=timeout
-                )
-            ready, _w, _x = select.select([pipe], [], [], left)
-            if not ready:
-                continue
-            chunk = pipe.read(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_REPLY_BYTES:
-                _kill(pid)
-                return b"", _("this answer's results are too large to check")
-            chunks.append(chunk)
-    _pid, status = os.waitpid(pid, 0)
+    """All the child wrote, once it ends; or "" and why it gave nothing to judge.
+
+    The reply is complete when the child has ended, even if the pipe never reaches its end:
+    processes the answer cell started (a fork bomb's sleepers) may still hold its write end.
+    Whatever is left of the child's process group is killed then."""
+    deadline, chunks, size, status = time.monotonic() + timeout, [], 0, None
+    try:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return b"", _("checking this answer took longer than {seconds:.0f} s").format(
+                        seconds=timeout
+                    )
+                ready, _w, _x = select.select([pipe], [], [], min(left, 0.1))
+                if not ready:
+                    ended, code = os.waitpid(pid, os.WNOHANG)
+                    if not ended:
+                        continue
+                    # What it wrote before it ended is in the pipe now: read that, then stop.
+                    status = code
+                    os.set_blocking(pipe.fileno(), False)
+                chunk = pipe.read(65536)
+                if not chunk:  # the end of the pipe, or (once the child ended) nothing more
+                    break
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    return b"", _("this answer's results are too large to check")
+                chunks.append(chunk)
+    finally:
+        status = _end(pid, status)
     if status != 0 and not chunks:
         return b"", _ended(status)
     return b"".join(chunks), ""
@@ -288,11 +298,18 @@ def _ended(status: int) -> str:
     )
 
 
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+def _end(pid: int, status: int | None = None) -> int:
+    """Kill the child and what is left of its process group; its exit status (reaped here
+    unless `status` says it was already)."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+    if status is None:
+        try:
+            status = os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            status = 0
+    return status
 
 
 def _judge(grade_id: str, hidden: bool, seed: int, outcome: Outcome | None) -> Verdict:

@@ -144,8 +144,11 @@ class Guard:
             return _as_grader_fault(lambda: self._verifier.again().verdicts())
 
     def secrets(self) -> set[str]:
-        """What no output may show: the lines of the hidden test cells the kernel never gets."""
-        return hygiene.secret_lines(list(self.blanked.values()))
+        """What no output may show: the lines of the hidden test cells the kernel never gets, and
+        the seeds of the exercises' checks (only the verifier gets them; its verdicts are text
+        that a judge writes, so this guards against one that ever quotes its inputs)."""
+        seeds = {str(self.seed(gid, hidden)) for gid in self.exercises for hidden in (False, True)}
+        return seeds | hygiene.secret_lines(list(self.blanked.values()))
 
     def verify(self, nb: Any) -> list[str]:
         """Give every passing test cell of executed `nb` its trusted verdict (in place); returns

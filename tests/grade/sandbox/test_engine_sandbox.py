@@ -60,6 +60,7 @@ def _fill_scratch():  # its own /tmp is bounded in files too, not only in bytes
     for i in range(30_000):
         open(f'/tmp/many/{i}', 'w').close()
 _probe('scratch files', _fill_scratch)
+import shutil; shutil.rmtree('/tmp/many', ignore_errors=True)  # room again for the answer
 """
 
 
@@ -124,6 +125,16 @@ def _outputs(root: Path, case: str) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []))
 
 
+def _verdicts(root: Path, case: str) -> list[str]:
+    """What the autograded notebook shows under mlp_report's test cells."""
+    nb = notebooks.read(course.notebook_path(f"autograded/{case}", ASSIGNMENT, root))
+    tests = ("mlp_report_test", "mlp_report_hidden")
+    cells = [
+        c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") in tests
+    ]
+    return ["".join(o.get("text") or o.get("evalue") or "" for o in c.outputs) for c in cells]
+
+
 @pytest.fixture(scope="module")
 def loopback_server():
     server = socket.socket()
@@ -174,7 +185,17 @@ def test_attacks_fail_inside_the_kernel_and_the_notebook_is_graded(sandboxed, ca
     # children call os._exit); it costs no points.
     notes = [n for n in results[case].message.split("; ") if n and "ends the kernel" not in n]
     assert (results[case].status, notes) == ("graded", []), results[case]
-    assert _scores(scores, case) == expected_scores(ASSIGNMENT, "all_correct")
+    expected = expected_scores(ASSIGNMENT, "all_correct")
+    if case == "fork_bomb":
+        # The verifier runs the answer cell again, on its own, under the same process limit:
+        # the bomb's copies of the check hold it until its time-out, or write results of their
+        # own over the child's, so the exercise the bomb sits in scores 0 and says why; every
+        # other exercise keeps its points.
+        expected |= {"mlp_report_test": 0.0, "mlp_report_hidden": 0.0}
+        verdicts = _verdicts(root, case)
+        why = ("took longer than", "could not read this answer's results")
+        assert all(any(w in text for w in why) for text in verdicts), verdicts
+    assert _scores(scores, case) == expected
     if case != "all_correct":
         out = _outputs(root, case)
         assert "BLOCKED" in out and "LEAKED" not in out, out
@@ -194,6 +215,7 @@ def test_every_probe_was_blocked(sandboxed):
             "etc",
             "run folder",
             "own folder",
+            "scratch files",
         ],
     }
     # Refused by the file system (read-only), not missed: the folder was found.

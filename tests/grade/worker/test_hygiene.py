@@ -44,18 +44,21 @@ def test_every_copy_of_a_hidden_line_and_a_seed_is_scrubbed_from_every_kind_of_o
 
 def test_the_guard_counts_every_seed_and_every_hidden_line_as_a_secret():
     guard = Guard("alice", "forward_hooks", "a course secret")
+    answer = nbformat.v4.new_code_cell("def report_hook(module, input, output): ...")
     test = nbformat.v4.new_code_cell('check("mlp_report", globals())')
     hidden = nbformat.v4.new_code_cell(
         '### BEGIN HIDDEN TESTS\ncheck("mlp_report", globals(), hidden=True)'
     )
+    answer.metadata["nbgrader"] = {"grade": False, "grade_id": "mlp_report", "solution": True}
     for cell, grade_id in ((test, "mlp_report_test"), (hidden, "mlp_report_hidden")):
         cell.metadata["nbgrader"] = {"grade": True, "grade_id": grade_id, "locked": True}
-    nb = nbformat.v4.new_notebook(cells=[test, hidden])
+    nb = nbformat.v4.new_notebook(cells=[answer, test, hidden])
+    kept_from_the_kernel = hidden.source
     guard.prepare(nb, executor=SimpleNamespace())
-    seeded = nb.cells[1].source  # what the kernel runs (and so keeps in In)
+    assert nb.cells[2].source == ""  # the kernel never runs the hidden cell
     secrets = guard.secrets()
     assert {str(guard.seed("mlp_report", False)), str(guard.seed("mlp_report", True))} <= secrets
-    assert seeded.splitlines()[-1].strip() in secrets
+    assert kept_from_the_kernel.splitlines()[-1].strip() in secrets
 
 
 def test_scripts_event_handlers_and_unknown_mimetypes_are_removed_and_widget_state_dropped():

@@ -74,6 +74,13 @@ def executed(request):
     monkeypatch.undo()
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
+    raised = {
+        cell.id: output.get("evalue", "")[:300]
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    }
+    assert not raised, f"the solution raised in-process: {raised}"
     return request.param, guard, nb
 
 
