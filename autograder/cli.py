@@ -15,6 +15,7 @@ from typing import NoReturn
 from autograder import course
 from autograder.grade import collector
 from autograder.grade.settings import DEFAULT_JOBS, start_kernel_template
+from autograder.i18n import LANGUAGES
 
 
 def exercise_order(assignment: str, root: Path) -> list[str]:
@@ -131,6 +132,19 @@ def table(args: argparse.Namespace) -> int:
     return 0
 
 
+def report(args: argparse.Namespace) -> int:
+    """Write the class report (reports/class.html) in the language asked for."""
+    from autograder import reports
+    from autograder.i18n import speaking
+
+    orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
+    path = args.output or args.root / "reports" / "class.html"
+    with speaking(args.lang):
+        reports.write_class_report(course.gradebook_url(args.root), args.root, orders, path)
+    print(f"Class report: {path}")
+    return 0
+
+
 def _at_least_one(text: str) -> int:
     number = int(text)
     if number < 1:
@@ -151,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     build_parser = verbs.add_parser("build", help="regenerate notebooks/ from solutions/")
     build_parser.add_argument("assignments", nargs="*")
     verbs.add_parser("table", help="print the score table; write grades.csv and the report")
+    report_parser = verbs.add_parser("report", help="write the class report, in a language")
+    report_parser.add_argument("--lang", choices=LANGUAGES, default="en", help="its language")
+    report_parser.add_argument(
+        "--output", type=Path, help="where to write it (default: reports/class.html)"
+    )
     grade = verbs.add_parser(
         "autograde", help="a faster drop-in for `nbgrader autograde` (warm kernels, in parallel)"
     )
@@ -169,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     course.use_environment_bin()
-    handler = {"demo": demo, "build": build, "table": table, "autograde": autograde}[args.verb]
+    handlers = {"demo": demo, "build": build, "table": table, "report": report}
+    handler = {**handlers, "autograde": autograde}[args.verb]
     try:
         return handler(args)
     except RuntimeError as error:

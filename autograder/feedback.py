@@ -44,12 +44,14 @@ def describe(value: object) -> str:
         shown = ", ".join(f"{v:.4g}" for v in flat[:6].tolist())
         more = ", …" if flat.numel() > 6 else ""
         if value.dim() == 0:
-            return f"tensor({shown}) (0-d, shape ())"
-        return f"tensor([{shown}{more}]) shape {shape}"
+            return _("tensor({values}) (0-d, shape ())").format(values=shown)
+        return _("tensor([{values}]) shape {shape}").format(values=shown + more, shape=shape)
     if isinstance(value, tuple | list):
         kind = type(value).__name__
         inner = ", ".join(describe(v) for v in value[:4])
         more = ", …" if len(value) > 4 else ""
-        return f"{kind} of {len(value)}: [{inner}{more}]"
+        return _("{kind} of {count}: [{items}]").format(
+            kind=kind, count=len(value), items=inner + more
+        )
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

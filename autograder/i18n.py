@@ -4,13 +4,17 @@ Every student-facing string is written in English inside `_()` (or `ngettext`), 
 placeholders filled afterwards (`_("got {got}").format(got=...)`), so that Babel can extract it
 into `autograder/locale/hooklab.pot` and each language's catalog can translate it whole. The
 language is, in order: the HOOKLAB_LANG environment variable (a student's override), the one a
-notebook's edition sets with `use_language`, then English.
+notebook's edition sets with `use_language`, then English. Code that writes into a notebook
+other than its own process's (the grading worker, for many notebooks in turn) asks for that
+notebook's language explicitly: `notebook_language(nb)`, then `translator(language)`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import os
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -20,6 +24,7 @@ LANGUAGES = ("en", "ko")
 LANG_ENV = "HOOKLAB_LANG"
 
 _chosen: str | None = None  # set by a notebook edition (use_language)
+_forced: str | None = None  # set by a command's --lang, for its duration (speaking)
 
 
 def use_language(language: str) -> None:
@@ -30,7 +35,22 @@ def use_language(language: str) -> None:
     _chosen = language
 
 
+@contextlib.contextmanager
+def speaking(language: str) -> Iterator[None]:
+    """Everything inside is in `language`, HOOKLAB_LANG notwithstanding (a command's --lang)."""
+    global _forced
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+    before, _forced = _forced, language
+    try:
+        yield
+    finally:
+        _forced = before
+
+
 def language() -> str:
+    if _forced:
+        return _forced
     wanted = os.environ.get(LANG_ENV, "").strip().lower()[:2]
     if wanted in LANGUAGES:
         return wanted
@@ -56,3 +76,14 @@ def ngettext(singular: str, plural: str, count: int) -> str:
 def N_(message: str) -> str:
     """Mark `message` for translation where it is defined; `_` translates it where it is used."""
     return message
+
+
+def translator(language: str) -> Callable[[str], str]:
+    """The `_` of `language` itself, whatever the process's language is."""
+    return _translations(language if language in LANGUAGES else "en").gettext
+
+
+def notebook_language(nb: Mapping) -> str:
+    """The language of a notebook's edition: its metadata `hooklab.language`, else English."""
+    chosen = (nb.get("metadata", {}).get("hooklab") or {}).get("language", "en")
+    return chosen if chosen in LANGUAGES else "en"

@@ -1,4 +1,7 @@
-"""The instructor's class report: one self-contained HTML page of plots and common mistakes."""
+"""The instructor's class report: one self-contained HTML page of plots and common mistakes.
+
+Its text is in the current language (autograder/i18n.py; `hooklab report --lang ko`), and its
+plots are drawn with a font that has the language's letters (fonts.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +18,21 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from autograder.grade.grader.notes import SubmissionNotes, read_notes
 from autograder.gradebook import by_exercise, scores
+from autograder.i18n import N_, _, language
+from autograder.reports import fonts
 from autograder.reports.diagnostics import Diagnostic, read_failures, top_diagnostics
 from autograder.reports.grades_csv import all_students, number
 
 TOP = 3  # diagnostics shown per exercise
+STATUSES = (N_("graded"), N_("failed"))  # a submission's, shown translated
+NUMBERS_NOTE = N_(
+    "Numbers and tensor values are shown as # and tensor(…), so the same mistake with different "
+    "random values counts once; each student counts once."
+)
+FLAGS_NOTE = N_(
+    "What the grader noted about each submission: tampering suspected, a kernel that died, cells "
+    "that timed out, files it refused, submissions it could not grade (also in flags.csv)."
+)
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
@@ -70,6 +84,7 @@ def png(figure: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+@fonts.in_language_of(language)
 def histogram(stats: AssignmentStats) -> str:
     figure = Figure(figsize=(6.4, 3.2), layout="constrained")
     axes = figure.add_subplot()
@@ -82,15 +97,20 @@ def histogram(stats: AssignmentStats) -> str:
         bins = [top * i / 20 for i in range(21)]
     axes.hist(values, bins=bins, color="#4C72B0", edgecolor="white")
     axes.set_xlim(bins[0], bins[-1])
-    axes.set_xlabel(f"total points (out of {number(top)})")
-    axes.set_ylabel("students")
+    axes.set_xlabel(_("total points (out of {points})").format(points=number(top)))
+    axes.set_ylabel(_("students"))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_title(f"{stats.name}: totals of {len(values)} submissions")
+    axes.set_title(
+        _("{assignment}: totals of {count} submissions").format(
+            assignment=stats.name, count=len(values)
+        )
+    )
     if not values:
-        axes.text(0.5, 0.5, "no submissions", transform=axes.transAxes, ha="center")
+        axes.text(0.5, 0.5, _("no submissions"), transform=axes.transAxes, ha="center")
     return png(figure)
 
 
+@fonts.in_language_of(language)
 def pass_chart(stats: AssignmentStats) -> str:
     count = len(stats.totals)
     labels = stats.exercises
@@ -105,7 +125,11 @@ def pass_chart(stats: AssignmentStats) -> str:
     axes.xaxis.set_major_formatter(PercentFormatter(1.0))
     for position, rate in zip(positions, rates, strict=True):
         axes.text(min(rate, 0.88) + 0.01, position, f"{rate:.0%}", va="center", fontsize=8)
-    axes.set_title(f"{stats.name}: students with full marks, of {count} submissions")
+    axes.set_title(
+        _("{assignment}: students with full marks, of {count} submissions").format(
+            assignment=stats.name, count=count
+        )
+    )
     return png(figure)
 
 
@@ -118,14 +142,20 @@ def _figure(data: str, alt: str, caption: str) -> str:
 
 def summary(stats: AssignmentStats, class_size: int) -> str:
     values = list(stats.totals.values())
-    submitted = f"{len(values)} of {class_size} students submitted"
     if not values:
-        return f'<p class="summary">{submitted}.</p>'
-    mean, median = statistics.mean(values), statistics.median(values)
-    return (
-        f'<p class="summary">{submitted}; total: mean {mean:.2f}, median {median:.2f} '
-        f"of {number(stats.max_total)} points.</p>"
+        text = _("{submitted} of {size} students submitted.")
+        return f'<p class="summary">{escape(text.format(submitted=0, size=class_size))}</p>'
+    text = _(
+        "{submitted} of {size} students submitted; total: mean {mean}, median {median} "
+        "of {points} points."
+    ).format(
+        submitted=len(values),
+        size=class_size,
+        mean=f"{statistics.mean(values):.2f}",
+        median=f"{statistics.median(values):.2f}",
+        points=number(stats.max_total),
     )
+    return f'<p class="summary">{escape(text)}</p>'
 
 
 def pass_table(stats: AssignmentStats) -> str:
@@ -135,26 +165,24 @@ def pass_table(stats: AssignmentStats) -> str:
         passed = stats.passed[exercise]
         rate = f"{passed}/{count} ({passed / count:.0%})" if count else "–"
         rows.append(f'<tr><td>{escape(exercise)}</td><td class="rate">{rate}</td></tr>')
-    head = "<tr><th>exercise</th><th>full marks</th></tr>"
+    head = f"<tr><th>{_('exercise')}</th><th>{_('full marks')}</th></tr>"
     return f'<table class="pass-rate">{head}{"".join(rows)}</table>'
 
 
 def diagnostics_table(stats: AssignmentStats) -> str:
-    head = (
-        "<tr><th>exercise</th><th>kind</th><th>diagnostic</th>"
-        "<th>students</th><th>example</th></tr>"
-    )
+    names = (_("exercise"), _("kind"), _("diagnostic"), _("students"), _("example"))
+    head = "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
     rows = []
     for exercise in stats.exercises + sorted(set(stats.diagnostics) - set(stats.exercises)):
         found = stats.diagnostics.get(exercise, [])
         if not found:
             rows.append(
                 f"<tr><td>{escape(exercise)}</td>"
-                '<td colspan="4" class="note">no failed checks</td></tr>'
+                '<td colspan="4" class="note">{escape(_("no failed checks"))}</td></tr>'
             )
         for diagnostic in found:
             rows.append(
-                f"<tr><td>{escape(exercise)}</td><td>{escape(diagnostic.kind)}</td>"
+                f"<tr><td>{escape(exercise)}</td><td>{escape(_(diagnostic.kind))}</td>"
                 f"<td><code>{escape(diagnostic.pattern)}</code></td>"
                 f'<td class="count">{diagnostic.students}</td>'
                 f"<td><code>{escape(diagnostic.example)}</code></td></tr>"
@@ -165,16 +193,21 @@ def diagnostics_table(stats: AssignmentStats) -> str:
 def notes_table(stats: AssignmentStats) -> str:
     """Every flag and failure reason of the assignment's submissions, a row per submission."""
     if not stats.noted:
-        return '<p class="note">No submission was flagged or failed.</p>'
-    head = "<tr><th>student</th><th>status</th><th>flags and failure reasons</th></tr>"
+        return f'<p class="note">{escape(_("No submission was flagged or failed."))}</p>'
+    names = (_("student"), _("status"), _("flags and failure reasons"))
+    head = "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
     rows = []
     for record in stats.noted:
         items = "".join(f"<li>{escape(note)}</li>" for note in record.notes)
         rows.append(
-            f"<tr><td>{escape(record.student)}</td><td>{escape(record.status)}</td>"
+            f"<tr><td>{escape(record.student)}</td><td>{escape(_(record.status))}</td>"
             f"<td><ul>{items}</ul></td></tr>"
         )
     return f'<table class="flags">{head}{"".join(rows)}</table>'
+
+
+def _heading(text: str) -> str:
+    return f"<h3>{escape(text)}</h3>"
 
 
 def section(stats: AssignmentStats, class_size: int) -> str:
@@ -182,26 +215,28 @@ def section(stats: AssignmentStats, class_size: int) -> str:
     parts = [
         f'<section id="{name}"><h2>{name}</h2>',
         summary(stats, class_size),
-        _figure(histogram(stats), f"histogram of {stats.name} totals", "Totals per student."),
+        _figure(
+            histogram(stats),
+            _("histogram of {assignment} totals").format(assignment=stats.name),
+            _("Totals per student."),
+        ),
         _figure(
             pass_chart(stats),
-            f"pass rate per exercise of {stats.name}",
-            "Fraction of the students who submitted that got full marks on each exercise.",
+            _("pass rate per exercise of {assignment}").format(assignment=stats.name),
+            _("Fraction of the students who submitted that got full marks on each exercise."),
         ),
         pass_table(stats),
-        f"<h3>Most frequent diagnostics (top {TOP} per exercise)</h3>",
-        '<p class="note">Numbers and tensor values are shown as # and tensor(…), so the same '
-        "mistake with different random values counts once; each student counts once.</p>",
+        _heading(_("Most frequent diagnostics (top {top} per exercise)").format(top=TOP)),
+        f'<p class="note">{escape(_(NUMBERS_NOTE))}</p>',
         diagnostics_table(stats),
-        "<h3>Flags and failures</h3>",
-        '<p class="note">What the grader noted about each submission: tampering suspected, '
-        "a kernel that died, cells that timed out, files it refused, submissions it could "
-        "not grade (also in flags.csv).</p>",
+        _heading(_("Flags and failures")),
+        f'<p class="note">{escape(_(FLAGS_NOTE))}</p>',
         notes_table(stats),
     ]
     if stats.unreadable:
-        who = ", ".join(escape(s) for s in stats.unreadable)
-        parts.append(f'<p class="note">Autograded notebooks that could not be read: {who}.</p>')
+        who = ", ".join(stats.unreadable)
+        text = _("Autograded notebooks that could not be read: {students}.").format(students=who)
+        parts.append(f'<p class="note">{escape(text)}</p>')
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -216,11 +251,11 @@ def render(db_url: str, root: Path, assignments: dict[str, list[str]]) -> str:
     return "\n".join(
         [
             "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            "<title>Hooklab class report</title>",
+            f'<html lang="{language()}"><head><meta charset="utf-8">',
+            f"<title>{escape(_('Hooklab class report'))}</title>",
             f"<style>{STYLE}</style></head><body>",
-            "<h1>Hooklab class report</h1>",
-            f"<p>{class_size} students in the gradebook.</p>",
+            f"<h1>{escape(_('Hooklab class report'))}</h1>",
+            f"<p>{escape(_('{count} students in the gradebook.').format(count=class_size))}</p>",
             *sections,
             "</body></html>",
             "",

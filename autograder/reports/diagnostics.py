@@ -10,17 +10,19 @@ from pathlib import Path
 import nbformat
 
 from autograder.gradebook import CellScore
+from autograder.i18n import N_
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# The headlines of CheckFailed and NotDoneYet (autograder/feedback.py), up to the message.
-_PREFIX = re.compile(r"^(?:✗ [\w.-]+: |… [\w.-]+ is not done yet: )")
+# The headlines of CheckFailed and NotDoneYet (autograder/feedback.py), up to the message, in
+# any language: `✗ <id>: ` and `… <id> <words>: `.
+_PREFIX = re.compile(r"^(?:✗ [\w.-]+: |… [\w.-]+ [^:]*: )")
 # feedback.describe writes tensors as tensor([v, v, …]) or tensor(v): one level of brackets.
 _TENSOR = re.compile(r"tensor\((?:[^()]|\([^()]*\))*\)")
 # A number that stands alone (not the 2 of `fc2` or `x2.grad`), or nan / inf.
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)(?![\w])", re.IGNORECASE
 )
-KINDS = {"CheckFailed": "check failed", "NotDoneYet": "not done yet"}
+KINDS = {"CheckFailed": N_("check failed"), "NotDoneYet": N_("not done yet")}
 
 
 @dataclass(frozen=True)

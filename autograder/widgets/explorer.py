@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from autograder.i18n import _
 from autograder.widgets import frontend
 
 PICTURE_HEIGHT = 176  # px; divisible by the map sizes of the CNN notebook (16, 8, 4)
@@ -83,17 +84,19 @@ class FeatureMapExplorer:
 
     def caption(self, view: str, channel: int, digit: int) -> str:
         values = self.feature_map(view, channel, digit)
-        label = "" if self.labels is None else f" (label {self.labels[digit]})"
+        if self.labels is None:
+            image = _("image {digit}").format(digit=digit)
+        else:
+            image = _("image {digit} (label {label})").format(digit=digit, label=self.labels[digit])
         low, high = values.min().item(), values.max().item()
         if low == high:
-            return (
-                f"image {digit}{label} | {view}, channel {channel}: {low:.3g} everywhere, so "
-                "the map is one flat colour: this channel does not respond to this image"
-            )
-        return (
-            f"image {digit}{label} | {view}, channel {channel}: values from "
-            f"{low:.3g} (dark) to {high:.3g} (yellow)"
-        )
+            return _(
+                "{image} | {layer}, channel {channel}: {value} everywhere, so the map is one "
+                "flat colour: this channel does not respond to this image"
+            ).format(image=image, layer=view, channel=channel, value=f"{low:.3g}")
+        return _(
+            "{image} | {layer}, channel {channel}: values from {low} (dark) to {high} (yellow)"
+        ).format(image=image, layer=view, channel=channel, low=f"{low:.3g}", high=f"{high:.3g}")
 
     def png(self, view: str, channel: int, digit: int) -> bytes:
         """The input image next to the chosen feature map, both enlarged to the same height
@@ -109,11 +112,14 @@ class FeatureMapExplorer:
         return buffer.getvalue()
 
     def fallback_text(self) -> str:
-        views = ", ".join(f"{view} ({self.channels(view)} channels)" for view in self.views)
-        return (
-            f"Feature-map explorer for {len(self.images)} images; layers: {views}. "
-            "Open this notebook in JupyterLab to choose a layer, a channel and an image."
+        views = ", ".join(
+            _("{layer} ({count} channels)").format(layer=view, count=self.channels(view))
+            for view in self.views
         )
+        return _(
+            "Feature-map explorer for {count} images; layers: {layers}. Open this notebook in "
+            "JupyterLab to choose a layer, a channel and an image."
+        ).format(count=len(self.images), layers=views)
 
 
 class ExplorerPanel:
@@ -125,15 +131,15 @@ class ExplorerPanel:
         self.explorer = explorer
         first = next(iter(explorer.views))
         self.layer = widgets.Dropdown(
-            options=list(explorer.views), value=first, description="layer"
+            options=list(explorer.views), value=first, description=_("layer")
         )
         self.channel = widgets.IntSlider(
             min=0,
             max=explorer.channels(first) - 1,
             value=explorer.liveliest_channel(first, 0),
-            description="channel",
+            description=_("channel"),
         )
-        self.digit = widgets.IntSlider(min=0, max=len(explorer.images) - 1, description="image")
+        self.digit = widgets.IntSlider(min=0, max=len(explorer.images) - 1, description=_("image"))
         self.image = widgets.Image(format="png")
         self.caption = widgets.HTML()
         self.layer.observe(self._layer_changed, names="value")

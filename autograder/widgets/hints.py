@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 
+from autograder.i18n import _, ngettext
 from autograder.widgets import frontend
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -44,8 +45,8 @@ class Hints:
 
     def button_label(self) -> str:
         if self.exhausted:
-            return "No more hints"
-        return f"Show hint {self.revealed + 1} of {len(self)}"
+            return _("No more hints")
+        return _("Show hint {number} of {total}").format(number=self.revealed + 1, total=len(self))
 
     def shown_html(self) -> str:
         """The revealed hints as an HTML list; `code` in a hint becomes <code>."""
@@ -55,11 +56,13 @@ class Hints:
         return f"<ol>{items}</ol>"
 
     def fallback_text(self) -> str:
-        count = f"{len(self)} hint{'s' if len(self) != 1 else ''}"
-        return (
-            f"{count} available for {self.grade_id}. Open this notebook in JupyterLab and run "
-            "this cell to reveal them one at a time."
-        )
+        return ngettext(
+            "{count} hint available for {grade_id}. Open this notebook in JupyterLab and run "
+            "this cell to reveal it.",
+            "{count} hints available for {grade_id}. Open this notebook in JupyterLab and run "
+            "this cell to reveal them one at a time.",
+            len(self),
+        ).format(count=len(self), grade_id=self.grade_id)
 
 
 def _inline_code(text: str) -> str:

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 
 from autograder.feedback import CheckFailed, NotDoneYet
+from autograder.i18n import N_, _, ngettext
 from autograder.widgets import frontend
 
 NOT_RUN, PASSED, NOT_DONE, FAILED = "not checked yet", "passed", "not done yet", "failed"
@@ -20,6 +21,13 @@ NOT_RUN, PASSED, NOT_DONE, FAILED = "not checked yet", "passed", "not done yet",
 _SEVERITY = {NOT_RUN: 0, PASSED: 1, NOT_DONE: 2, FAILED: 3}
 _SYMBOL = {NOT_RUN: "·", PASSED: "✓", NOT_DONE: "…", FAILED: "✗"}
 _COLOUR = {NOT_RUN: "#777", PASSED: "#1a7f37", NOT_DONE: "#9a6700", FAILED: "#cf222e"}
+# What the panel says for each state (the states themselves are keys, never shown untranslated).
+_LABEL = {
+    NOT_RUN: N_("not checked yet"),
+    PASSED: N_("passed"),
+    NOT_DONE: N_("not done yet"),
+    FAILED: N_("failed"),
+}
 
 _results: dict[tuple[str, bool], str] = {}  # (grade id, hidden) -> state of its latest run
 _panels: list[ProgressPanel] = []  # the panels on screen, newest last
@@ -84,23 +92,27 @@ class ProgressPanel:
 
     def summary(self) -> str:
         passed = sum(s == PASSED for s in self.states().values())
-        return f"{passed} of {len(self.exercises)} exercises pass"
+        total = len(self.exercises)
+        return ngettext(
+            "{passed} of {total} exercise passes", "{passed} of {total} exercises pass", total
+        ).format(passed=passed, total=total)
 
     def text(self) -> str:
         width = max(map(len, self.exercises))
-        lines = [f"Progress: {self.summary()}"]
+        lines = [_("Progress: {summary}").format(summary=self.summary())]
         for grade_id, outcome in self.states().items():
-            lines.append(f"  {_SYMBOL[outcome]} {grade_id:{width}}  {outcome}")
+            lines.append(f"  {_SYMBOL[outcome]} {grade_id:{width}}  {_(_LABEL[outcome])}")
         return "\n".join(lines)
 
     def html(self) -> str:
         rows = "".join(
             f"<tr><td style='color:{_COLOUR[s]};padding-right:0.6em'>{_SYMBOL[s]}</td>"
             f"<td style='padding-right:1.5em'><code>{html.escape(grade_id)}</code></td>"
-            f"<td style='color:{_COLOUR[s]}'>{s}</td></tr>"
+            f"<td style='color:{_COLOUR[s]}'>{html.escape(_(_LABEL[s]))}</td></tr>"
             for grade_id, s in self.states().items()
         )
-        return f"<b>Progress: {self.summary()}</b><table>{rows}</table>"
+        heading = html.escape(_("Progress: {summary}").format(summary=self.summary()))
+        return f"<b>{heading}</b><table>{rows}</table>"
 
     def widget(self):
         import ipywidgets as widgets

@@ -78,7 +78,7 @@ class _Shown(CheckFailed):
 def _notes(outcome: Outcome) -> str:
     if not outcome.notes:
         return ""
-    shown = "\n".join(f"  note: {line}" for line in outcome.notes)
+    shown = "\n".join("  " + _("note: {line}").format(line=line) for line in outcome.notes)
     return "\n" + _("(warnings while your code ran; they do not cost points)") + "\n" + shown
 
 

@@ -10,6 +10,7 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -25,6 +26,7 @@ from autograder.grade.speedups import announcements
 from autograder.grade.verifier.client import NotebookVerifier
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.verify import Guard
+from autograder.i18n import N_, notebook_language, translator
 
 # Each kernel would log "running over TCP without encryption" to the grader's terminal; the
 # kernel listens on loopback only. Its other messages (errors) still come through. As a number:
@@ -171,17 +173,19 @@ def run_in_warm_kernel(
         guard.run_verifier = start
         guard.prepare(nb, executor)
     death = ""
+    language = notebook_language(nb)  # the notes written into the notebook are in its language
     with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
         path = cwd if os.path.isdir(cwd) else scratch
         try:
             executor.preprocess(nb, {"metadata": {"path": path}})
         except DeadKernelError:
             death = _death(running)
-            _mark_unrun(nb, running.get("index", -1), death)
+            _mark_unrun(nb, running.get("index", -1), _death(running, translator(language)))
         except CellTimeoutError:  # interrupted at its time-out, the cell still did not stop
             name, timeout = _cell_name(running), executor.timeout
-            death = f"cell {name} timed out after {timeout} s and ignored the interrupt"
-            _mark_unrun(nb, running.get("index", -1), death)
+            death = TIMED_OUT.format(name=name, timeout=timeout)
+            note = translator(language)(TIMED_OUT).format(name=name, timeout=timeout)
+            _mark_unrun(nb, running.get("index", -1), note)
     if guard is not None:
         guard.verify(nb)
         hygiene.scrub(nb, guard.secrets())
@@ -205,16 +209,23 @@ def _error(text: str) -> NotebookNode:
     return nbformat.v4.new_output("error", ename="KernelDied", evalue=text, traceback=[text])
 
 
+TIMED_OUT = N_("cell {name} timed out after {timeout} s and ignored the interrupt")
+
+
 def _mark_unrun(nb: NotebookNode, died_at: int, death: str) -> None:
+    """Write `death` (in the notebook's language) where it happened and into every later test
+    cell, which nbgrader would otherwise score as passed."""
+    tr = translator(notebook_language(nb))
     if 0 <= died_at < len(nb.cells):
         nb.cells[died_at].outputs.append(_error(death))
     for cell in nb.cells[died_at + 1 :]:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.outputs = [_error(f"not run: the {death}")]
+            cell.outputs = [_error(tr("not run: {death}").format(death=death))]
 
 
-def _death(running: dict) -> str:
-    """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>'."""
+def _death(running: dict, tr: Any = str) -> str:
+    """'kernel died (signal 11, SIGSEGV) while running cell <grade id or cell id>', in English
+    or, with `tr`, in a notebook's language."""
     how = ""
     if running.get("kernel"):
         status = running["kernel"].status()
@@ -222,12 +233,16 @@ def _death(running: dict) -> str:
         if status.get("reason"):  # the zygote killed it (wall-clock limit)
             how = f" ({status['reason']})"
         elif code is not None and code < 0:
-            how = f" (signal {-code}, {signal.Signals(-code).name})"
+            how = tr(" (signal {number}, {name})").format(
+                number=-code, name=signal.Signals(-code).name
+            )
         elif code is not None:
-            how = f" (exit code {code})"
+            how = tr(" (exit code {code})").format(code=code)
     if running.get("cell") is None:
-        return f"kernel died{how} before running any cell"
-    return f"kernel died{how} while running cell {_cell_name(running)}"
+        return tr("the kernel died{how} before running any cell").format(how=how)
+    return tr("the kernel died{how} while running cell {name}").format(
+        how=how, name=_cell_name(running)
+    )
 
 
 def _cell_name(running: dict) -> str:

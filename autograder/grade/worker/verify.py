@@ -19,7 +19,9 @@ feedback shows why:
 Test cells of other courses (no registered exercise) keep nbgrader's own scoring, with the
 same zero for a cell that did not run or hid its error. The secrets no output may show (the
 hidden cells' lines) are for hygiene.py to scrub. The flags also go to the notebook's metadata
-(`hooklab.flags`), from which the batch reads them for the submission's message.
+(`hooklab.flags`), from which the batch reads them for the submission's message. The flags are
+for the instructor, in English; what the student reads in the notebook is in the notebook's
+language (its edition's metadata), whatever this process's is.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.verifier.request import build_request, exercises_in
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
+from autograder.i18n import N_, notebook_language, translator
 
 FLAG = "tampering suspected"
 ENAME = "TamperingSuspected"
@@ -88,6 +91,7 @@ class Guard:
     timeout: float = 60.0
     exercises: set[str] = field(default_factory=set)  # registered exercises of this notebook
     blanked: dict[int, str] = field(default_factory=dict)  # hidden cells the kernel does not run
+    language: str = "en"  # the notebook's: what the student reads is written in it
     _verifier: Any = None
 
     @classmethod
@@ -106,8 +110,9 @@ class Guard:
         """Before execution: start the exercises' verifier, keep their hidden test cells from the
         kernel (the verifier runs them); make `executor` report reply statuses."""
         self.exercises = set(exercises_in(nb))
+        self.language = notebook_language(nb)
         if self.exercises and self.run_verifier is not None:
-            request = build_request(nb, self.seed, timeout=self.timeout)
+            request = build_request(nb, self.seed, timeout=self.timeout, language=self.language)
             self._verifier = self._start(request)
         for index, cell in enumerate(nb.cells):
             if not _is_test_cell(cell):
@@ -156,8 +161,9 @@ class Guard:
         findings = scan_cells(nb)
         verdicts = self._verdicts()
         flags = [_flag_text(finding) for finding in findings] + layout_notes(nb)
+        tr = translator(self.language)
         for finding_cell, items in _by_cell(nb, findings):
-            text = "\n".join(f"⚠ grader: {_flag_text(f)}" for f in items)
+            text = "\n".join(tr("⚠ grader: {note}").format(note=_flag_text(f, tr)) for f in items)
             finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
         for index, cell in enumerate(nb.cells):
             if index in self.blanked:
@@ -174,7 +180,7 @@ class Guard:
             if reason:
                 name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
                 flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
-                cell.outputs = [_flag_output(name, reason)]
+                cell.outputs = [_flag_output(name, tr(reason), tr)]
         nb.metadata.setdefault("hooklab", {})["flags"] = flags
         return flags
 
@@ -188,39 +194,50 @@ class Guard:
         verdict = verdicts.get(owner, {}).get(hidden)
         tampering = [f for f in findings if f.cell == owner and f.tampers]
         name = _grade_id(cell)
+        tr = translator(self.language)
         if any(o.output_type == "error" for o in cell.outputs):
             return []  # the kernel's own zero (a failed check, or "not run" after a death)
         if not hidden and (reason := self._ran(index, cell)):
-            cell.outputs = [_flag_output(name, reason)]
+            cell.outputs = [_flag_output(name, tr(reason), tr)]
             return [f"{FLAG}: cell {name} gets 0: {reason}"]
         if tampering:
-            reason = f"its answer cell {owner} tampers with grading ({tampering[0].what})"
-            cell.outputs = [_flag_output(name, reason)]
+            what = tampering[0].what
+            reason = TAMPERS_WITH_GRADING.format(owner=owner, what=what)
+            cell.outputs = [
+                _flag_output(name, tr(TAMPERS_WITH_GRADING).format(owner=owner, what=what), tr)
+            ]
             return [f"{FLAG}: cell {name} gets 0: {reason}"]
         if verdict is None:
-            reason = "the grader did not get a verdict for it"
-            cell.outputs = [_flag_output(name, reason)]
-            return [f"{FLAG}: cell {name} gets 0: {reason}"]
+            cell.outputs = [_flag_output(name, tr(NO_VERDICT), tr)]
+            return [f"{FLAG}: cell {name} gets 0: {NO_VERDICT}"]
         if verdict.passed:
             if hidden:
                 text = f"✓ {owner}: {verdict.message}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
             return []
-        if verdict.flag:
-            cell.outputs = [_flag_output(name, verdict.flag.removeprefix(f"{FLAG}: "))]
+        if verdict.flag:  # the flag is the instructor's; the verifier's message is the student's
+            cell.outputs = [_flag_output(name, verdict.message, tr)]
             return [f"{verdict.flag} (cell {name} gets 0)"]
         cell.outputs = [_failure_output(owner, verdict.message)]
         return []
 
     def _ran(self, index: int, cell: Any) -> str:
-        """Why a cell that shows no error did not run through ("" when it did)."""
+        """Why a cell that shows no error did not run through ("" when it did), in English."""
         if index in self.hidden_errors:
-            return "the cell raised an error, but its error output was hidden"
+            return HIDDEN_ERROR
         if cell.get("execution_count") is None and index not in self.replies:
-            return "this cell did not run (the kernel stopped before it)"
+            return NOT_RUN
         if self.replies.get(index, "ok") != "ok":
-            return "the kernel says this cell raised an error"
+            return KERNEL_SAYS_ERROR
         return ""
+
+
+# Why a test cell scores 0, in English for the flags, translated for the notebook.
+HIDDEN_ERROR = N_("the cell raised an error, but its error output was hidden")
+NOT_RUN = N_("this cell did not run (the kernel stopped before it)")
+KERNEL_SAYS_ERROR = N_("the kernel says this cell raised an error")
+NO_VERDICT = N_("the grader did not get a verdict for it")
+TAMPERS_WITH_GRADING = N_("its answer cell {owner} tampers with grading ({what})")
 
 
 def _as_grader_fault(attempt: Any) -> Any:
@@ -261,11 +278,14 @@ def _ran_without_syntax_error(cell: Any) -> bool:
     return cell.get("execution_count") is not None and not errors & SYNTAX_ERRORS
 
 
-def _flag_text(finding: Finding) -> str:
-    """A finding as the flags and the notebook say it."""
+def _flag_text(finding: Finding, tr: Any = str) -> str:
+    """A finding as the flags say it (English), or as the notebook does (`tr`, its language)."""
+    where = tr("cell {cell}, line {line}: {what}").format(
+        cell=finding.cell, line=finding.line, what=finding.what
+    )
     if finding.kind == UNPARSABLE:
-        return f"cannot be read: {finding}"
-    return f"{FLAG}: {finding}"
+        return tr("cannot be read: {finding}").format(finding=where)
+    return tr("tampering suspected: {finding}").format(finding=where)
 
 
 def layout_notes(nb: Any) -> list[str]:
@@ -323,8 +343,11 @@ def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]
     return list(groups.values())
 
 
-def _flag_output(name: str, reason: str) -> Any:
-    text = f"✗ {name}: {FLAG}: {reason}. This cell scores 0."
+def _flag_output(name: str, reason: str, tr: Any = str) -> Any:
+    """The error output that gives test cell `name` zero; `reason` is already translated."""
+    text = tr("✗ {name}: tampering suspected: {reason}. This cell scores 0.").format(
+        name=name, reason=reason
+    )
     return nbformat.v4.new_output("error", ename=ENAME, evalue=text, traceback=[text])
 
 
