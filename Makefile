@@ -3,7 +3,7 @@ PYTHON := $(shell if [ -n "$$VIRTUAL_ENV" ]; then echo "$$VIRTUAL_ENV/bin/python
 	elif [ -n "$$CONDA_PREFIX" ] && [ "$${CONDA_DEFAULT_ENV:-base}" != base ]; then \
 	echo "$$CONDA_PREFIX/bin/python"; else echo .venv/bin/python; fi)
 
-.PHONY: setup demo test floors lock build lab bench
+.PHONY: setup demo test floors lock build lab bench messages
 
 setup:
 	@bash scripts/setup.sh
@@ -31,3 +31,6 @@ lab: setup  ## open the student notebooks in JupyterLab
 
 bench: setup  ## time `hooklab autograde` against stock nbgrader autograde on 12 students; compare scores
 	$(PYTHON) -m autograder.bench
+
+messages: setup  ## re-extract the messages of autograder/, update each language's .po, compile its .mo
+	$(PYTHON) scripts/messages.py

@@ -13,6 +13,7 @@ so neither a student's install nor an editable one needs Babel or a build step
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -26,11 +27,29 @@ LOCALE = PACKAGE / "locale"
 DOMAIN = "hooklab"
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 LANGUAGES = ("ko",)
+EPOCH = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _catalog(**fields) -> Catalog:
+    # A fixed date and team: re-running `make messages` on unchanged sources changes no file.
+    return Catalog(
+        project="hooklab",
+        version="0.1",
+        copyright_holder="Hooklab",
+        msgid_bugs_address="",
+        creation_date=EPOCH,
+        revision_date=EPOCH,
+        last_translator="Hooklab",
+        language_team="Hooklab",
+        charset="utf-8",
+        fuzzy=False,
+        **fields,
+    )
 
 
 def extract() -> Catalog:
     """Every marked message of autograder/, with where it is used."""
-    catalog = Catalog(project="hooklab", charset="utf-8", fuzzy=False)
+    catalog = _catalog()
     found = extract_from_dir(
         PACKAGE,
         method_map=[("**.py", "python")],
@@ -55,18 +74,24 @@ def update(template: Catalog) -> None:
     are dropped) and compile it."""
     for language in LANGUAGES:
         po = LOCALE / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+        catalog = _catalog(locale=language)
         if po.exists():
             with po.open("rb") as file:
-                catalog = read_po(file, locale=language)
-        else:
-            catalog = Catalog(locale=language, project="hooklab")
-        catalog.update(template, no_fuzzy_matching=True)
+                for message in read_po(file, locale=language):
+                    if message.id:
+                        catalog[message.id] = message
+        catalog.update(template, no_fuzzy_matching=True, update_creation_date=False)
         catalog.obsolete.clear()
         _write(catalog, po)
         with (po.with_suffix(".mo")).open("wb") as file:
             write_mo(file, catalog, use_fuzzy=False)
-        done = sum(1 for m in catalog if m.id and m.string and not m.fuzzy)
+        done = sum(1 for m in catalog if m.id and all(_strings(m)) and not m.fuzzy)
         print(f"{po.relative_to(ROOT)}: {done} of {len(template)} messages translated")
+
+
+def _strings(message) -> tuple[str, ...]:
+    """A message's translations: one, or one per plural form."""
+    return tuple(message.string) if isinstance(message.string, tuple | list) else (message.string,)
 
 
 def main(argv: list[str]) -> None:
