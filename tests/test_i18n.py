@@ -230,3 +230,19 @@ def test_the_workers_notes_are_in_the_notebooks_language(language):
     notes = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("ename")]
     assert notes and all(o.ename == ENAME and HANGUL.search(o.evalue) for o in notes), notes[:2]
     assert flags and not any(HANGUL.search(flag) for flag in flags), flags[:2]
+
+
+def test_no_message_is_marked_inside_an_f_string():
+    """Babel reads an f-string as one token (Python 3.11) and extracts nothing inside it: a
+    `_("...")` there would never reach the catalog, and stay English."""
+    import tokenize
+
+    marked = re.compile(r"""\b(?:_|N_|ngettext)\(\s*["']""")
+    found = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        with path.open("rb") as file:
+            for token in tokenize.tokenize(file.readline):
+                prefix = token.string[:2].lower()
+                if token.type == tokenize.STRING and "f" in prefix and marked.search(token.string):
+                    found.append(f"{path.relative_to(ROOT)}:{token.start[0]}")
+    assert not found, found

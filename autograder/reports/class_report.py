@@ -165,20 +165,19 @@ def pass_table(stats: AssignmentStats) -> str:
         passed = stats.passed[exercise]
         rate = f"{passed}/{count} ({passed / count:.0%})" if count else "–"
         rows.append(f'<tr><td>{escape(exercise)}</td><td class="rate">{rate}</td></tr>')
-    head = f"<tr><th>{_('exercise')}</th><th>{_('full marks')}</th></tr>"
+    head = _header_row(_("exercise"), _("full marks"))
     return f'<table class="pass-rate">{head}{"".join(rows)}</table>'
 
 
 def diagnostics_table(stats: AssignmentStats) -> str:
-    names = (_("exercise"), _("kind"), _("diagnostic"), _("students"), _("example"))
-    head = "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
+    head = _header_row(_("exercise"), _("kind"), _("diagnostic"), _("students"), _("example"))
     rows = []
     for exercise in stats.exercises + sorted(set(stats.diagnostics) - set(stats.exercises)):
         found = stats.diagnostics.get(exercise, [])
         if not found:
+            none = escape(_("no failed checks"))
             rows.append(
-                f"<tr><td>{escape(exercise)}</td>"
-                '<td colspan="4" class="note">{escape(_("no failed checks"))}</td></tr>'
+                f'<tr><td>{escape(exercise)}</td><td colspan="4" class="note">{none}</td></tr>'
             )
         for diagnostic in found:
             rows.append(
@@ -193,9 +192,9 @@ def diagnostics_table(stats: AssignmentStats) -> str:
 def notes_table(stats: AssignmentStats) -> str:
     """Every flag and failure reason of the assignment's submissions, a row per submission."""
     if not stats.noted:
-        return f'<p class="note">{escape(_("No submission was flagged or failed."))}</p>'
-    names = (_("student"), _("status"), _("flags and failure reasons"))
-    head = "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
+        none = escape(_("No submission was flagged or failed."))
+        return f'<p class="note">{none}</p>'
+    head = _header_row(_("student"), _("status"), _("flags and failure reasons"))
     rows = []
     for record in stats.noted:
         items = "".join(f"<li>{escape(note)}</li>" for note in record.notes)
@@ -204,6 +203,10 @@ def notes_table(stats: AssignmentStats) -> str:
             f"<td><ul>{items}</ul></td></tr>"
         )
     return f'<table class="flags">{head}{"".join(rows)}</table>'
+
+
+def _header_row(*names: str) -> str:
+    return "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
 
 
 def _heading(text: str) -> str:
@@ -248,14 +251,16 @@ def render(db_url: str, root: Path, assignments: dict[str, list[str]]) -> str:
         section(assignment_stats(db_url, root, name, exercises), class_size)
         for name, exercises in assignments.items()
     ]
+    title = escape(_("Hooklab class report"))
+    size = escape(_("{count} students in the gradebook.").format(count=class_size))
     return "\n".join(
         [
             "<!DOCTYPE html>",
             f'<html lang="{language()}"><head><meta charset="utf-8">',
-            f"<title>{escape(_('Hooklab class report'))}</title>",
+            f"<title>{title}</title>",
             f"<style>{STYLE}</style></head><body>",
-            f"<h1>{escape(_('Hooklab class report'))}</h1>",
-            f"<p>{escape(_('{count} students in the gradebook.').format(count=class_size))}</p>",
+            f"<h1>{title}</h1>",
+            f"<p>{size}</p>",
             *sections,
             "</body></html>",
             "",

@@ -22,9 +22,21 @@ HANGUL_FAMILIES = ("NanumGothic", "NanumBarunGothic", "Noto Sans CJK KR", "Noto 
 BY_LANGUAGE = {"ko": HANGUL_FAMILIES}
 
 
+# Their files' names: matplotlib's font list is cached once per machine, so a font installed
+# after that (apt-get install fonts-nanum) is found by looking for its file.
+HANGUL_FILES = ("nanum", "notosanscjk", "notoserifcjk")
+
+
 def installed(families: tuple[str, ...]) -> list[str]:
     """Those of `families` that matplotlib can find on this machine, in the same order."""
     names = {font.name for font in font_manager.fontManager.ttflist}
+    if not any(family in names for family in families):
+        known = {font.fname for font in font_manager.fontManager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path not in known and any(part in path.lower() for part in HANGUL_FILES):
+                with contextlib.suppress(OSError, RuntimeError, ValueError):
+                    font_manager.fontManager.addfont(path)
+        names = {font.name for font in font_manager.fontManager.ttflist}
     return [family for family in families if family in names]
 
 

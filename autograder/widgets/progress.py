@@ -101,7 +101,8 @@ class ProgressPanel:
         width = max(map(len, self.exercises))
         lines = [_("Progress: {summary}").format(summary=self.summary())]
         for grade_id, outcome in self.states().items():
-            lines.append(f"  {_SYMBOL[outcome]} {grade_id:{width}}  {_(_LABEL[outcome])}")
+            label = _(_LABEL[outcome])
+            lines.append(f"  {_SYMBOL[outcome]} {grade_id:{width}}  {label}")
         return "\n".join(lines)
 
     def html(self) -> str:

@@ -6,6 +6,7 @@ import base64
 import csv
 import re
 import statistics
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grade.grader.notes import SubmissionNotes, write_notes
+from autograder.i18n import translator
 from autograder.reports import write_class_report, write_flags_csv, write_grades_csv
 from autograder.reports.diagnostics import normalise
 
@@ -392,3 +394,41 @@ def test_normalise_groups_values_but_keeps_names_with_digits():
     assert normalise(first) == normalise(second)
     assert normalise(first) != normalise(first.replace("fc2", "fc1"))
     assert normalise(first) != normalise(first.replace("(2, 4)", "(2,)"))
+
+
+@pytest.fixture(scope="module")
+def korean_report(course, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list]:
+    """`hooklab report --lang ko` on the class, and the warnings it gave while drawing."""
+    from autograder import cli
+
+    db_url, root = course
+    assert db_url == cli.course.gradebook_url(root)
+    out = tmp_path_factory.mktemp("out-ko") / "class.html"
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.delenv("HOOKLAB_LANG", raising=False)
+    monkeypatch.setattr(cli.course, "assignments", lambda root: list(EXERCISES))
+    monkeypatch.setattr(cli, "exercise_order", lambda assignment, root: EXERCISES[assignment])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli.main(["--root", str(root), "report", "--lang", "ko", "--output", str(out)]) == 0
+    monkeypatch.undo()
+    return out.read_text(encoding="utf-8"), caught
+
+
+def test_the_korean_report_is_in_korean(korean_report, report):
+    html, _warnings = korean_report
+    ko = translator("ko")
+    assert '<html lang="ko">' in html and '<html lang="en">' in report
+    for heading in ("Hooklab class report", "Flags and failures", "exercise", "full marks"):
+        assert ko(heading) != heading and ko(heading) in html and heading in report
+        assert f">{heading}<" not in html
+    mean = statistics.mean(sum(s.values()) for (_, a), s in SCORES.items() if a == "module_apply")
+    assert f"{mean:.2f}" in html  # the numbers are the same as in the English report
+
+
+def test_the_korean_reports_plots_have_no_missing_glyph(korean_report):
+    """matplotlib warns "Glyph … missing from font(s)" for every character it draws as tofu."""
+    html, caught = korean_report
+    assert len(re.findall(r'src="data:image/png;base64,', html)) == 2 * len(EXERCISES)
+    missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    assert not missing, missing[:3]
