@@ -87,3 +87,26 @@ def notebook_language(nb: Mapping) -> str:
     """The language of a notebook's edition: its metadata `hooklab.language`, else English."""
     chosen = (nb.get("metadata", {}).get("hooklab") or {}).get("language", "en")
     return chosen if chosen in LANGUAGES else "en"
+
+
+class Phrase(str):
+    """An English sentence made from a marked template, that remembers the template and its
+    fields, so that it can be said again in another language (`render`)."""
+
+    template: str
+    fields: dict
+
+    def __new__(cls, template: str, **fields: object) -> Phrase:
+        text = super().__new__(cls, template.format(**fields))
+        text.template, text.fields = template, fields
+        return text
+
+
+def render(text: str, tr: Callable[[str], str]) -> str:
+    """`text` through `tr`: a Phrase's template translated and its fields rendered in turn; a
+    plain string is looked up whole (a constant marked with N_), or left as it is."""
+    if isinstance(text, Phrase):
+        fields = {name: render(value, tr) if isinstance(value, str) else value
+                  for name, value in text.fields.items()}  # fmt: skip
+        return tr(text.template).format(**fields)
+    return tr(text)

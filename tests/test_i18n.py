@@ -229,6 +229,8 @@ def test_the_workers_notes_are_in_the_notebooks_language(language):
     flags = guard.verify(nb)
     notes = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("ename")]
     assert notes and all(o.ename == ENAME and HANGUL.search(o.evalue) for o in notes), notes[:2]
+    english = ("tampering suspected", "This cell scores 0", "the grader")
+    assert not [o.evalue for o in notes if any(words in o.evalue for words in english)]
     assert flags and not any(HANGUL.search(flag) for flag in flags), flags[:2]
 
 
@@ -246,3 +248,22 @@ def test_no_message_is_marked_inside_an_f_string():
                 if token.type == tokenize.STRING and "f" in prefix and marked.search(token.string):
                     found.append(f"{path.relative_to(ROOT)}:{token.start[0]}")
     assert not found, found
+
+
+def test_a_tampering_note_is_in_the_notebooks_language():
+    """The static scan's finding, written into the answer cell and into its test cell's zero,
+    is said in Korean in a Korean notebook, down to what the cell does."""
+    nb = _korean_notebook()
+    answer = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    answer.source = "import torch\ntorch.allclose = lambda *a, **k: True\n"
+    guard = Guard("alice", "forward_hooks", "secret", run_verifier=_Recording)
+    guard.prepare(nb, executor=type("Executor", (), {})())
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.execution_count, cell.outputs = index + 1, []
+            guard.replies[index] = "ok"
+    flags = guard.verify(nb)
+    warned = "".join(o.get("text", "") for o in answer.outputs)
+    assert "torch.allclose" in warned and HANGUL.search(warned), warned
+    assert "changes" not in warned and "tampering" not in warned, warned
+    assert any("tampering suspected" in flag and "changes torch.allclose" in flag for flag in flags)

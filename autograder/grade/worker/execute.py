@@ -220,7 +220,7 @@ def _mark_unrun(nb: NotebookNode, died_at: int, death: str) -> None:
         nb.cells[died_at].outputs.append(_error(death))
     for cell in nb.cells[died_at + 1 :]:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.outputs = [_error(tr("not run: {death}").format(death=death))]
+            cell.outputs = [_error(tr(N_("not run: {death}")).format(death=death))]
 
 
 def _death(running: dict, tr: Any = str) -> str:
@@ -233,14 +233,14 @@ def _death(running: dict, tr: Any = str) -> str:
         if status.get("reason"):  # the zygote killed it (wall-clock limit)
             how = f" ({status['reason']})"
         elif code is not None and code < 0:
-            how = tr(" (signal {number}, {name})").format(
+            how = tr(N_(" (signal {number}, {name})")).format(
                 number=-code, name=signal.Signals(-code).name
             )
         elif code is not None:
-            how = tr(" (exit code {code})").format(code=code)
+            how = tr(N_(" (exit code {code})")).format(code=code)
     if running.get("cell") is None:
-        return tr("the kernel died{how} before running any cell").format(how=how)
-    return tr("the kernel died{how} while running cell {name}").format(
+        return tr(N_("the kernel died{how} before running any cell")).format(how=how)
+    return tr(N_("the kernel died{how} while running cell {name}")).format(
         how=how, name=_cell_name(running)
     )
 

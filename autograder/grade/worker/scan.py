@@ -24,6 +24,8 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from autograder.i18n import N_, Phrase
+
 # Names that refer to the grader's libraries in these notebooks; `import x as y` adds y.
 PROTECTED_ROOTS = {
     "torch", "nn", "F", "np", "numpy", "builtins", "__builtins__", "sys", "os", "IPython",
@@ -40,19 +42,19 @@ FORBIDDEN_IMPORTS = {
     "cloudpickle",
 }  # fmt: skip
 FORBIDDEN_CALLS = {
-    "set_custom_exc": "replaces IPython's error display (set_custom_exc)",
-    "_getframe": "walks the interpreter's frames (sys._getframe)",
-    "currentframe": "walks the interpreter's frames (inspect.currentframe)",
-    "get_referrers": "searches the interpreter's objects (gc.get_referrers)",
-    "get_objects": "searches the interpreter's objects (gc.get_objects)",
-    "_exit": "ends the kernel (os._exit)",
-    "exit": "ends the kernel early (exit / sys.exit)",
-    "quit": "ends the kernel early (quit)",
-    "clear_output": "clears cell outputs (clear_output)",
-    "__import__": "imports by name (__import__)",
-    "import_module": "imports by name at run time (importlib.import_module)",
-    "FunctionType": "makes a function from code objects (types.FunctionType)",
-    "CodeType": "makes code objects (types.CodeType)",
+    "set_custom_exc": N_("replaces IPython's error display (set_custom_exc)"),
+    "_getframe": N_("walks the interpreter's frames (sys._getframe)"),
+    "currentframe": N_("walks the interpreter's frames (inspect.currentframe)"),
+    "get_referrers": N_("searches the interpreter's objects (gc.get_referrers)"),
+    "get_objects": N_("searches the interpreter's objects (gc.get_objects)"),
+    "_exit": N_("ends the kernel (os._exit)"),
+    "exit": N_("ends the kernel early (exit / sys.exit)"),
+    "quit": N_("ends the kernel early (quit)"),
+    "clear_output": N_("clears cell outputs (clear_output)"),
+    "__import__": N_("imports by name (__import__)"),
+    "import_module": N_("imports by name at run time (importlib.import_module)"),
+    "FunctionType": N_("makes a function from code objects (types.FunctionType)"),
+    "CodeType": N_("makes code objects (types.CodeType)"),
     "setattr": None,  # reported only on a protected object, below
     "delattr": None,
 }
@@ -126,7 +128,13 @@ def _findings_in(source: str) -> tuple[tuple[int, str, str], ...]:
 
 def _scan_source(source: str, cell: str, protected: set[str]) -> list[Finding]:
     if len(source) > MAX_SOURCE:
-        return [Finding(cell, 0, f"is longer than {MAX_SOURCE} characters, too long to scan")]
+        return [
+            Finding(
+                cell,
+                0,
+                Phrase(N_("is longer than {size} characters, too long to scan"), size=MAX_SOURCE),
+            )
+        ]
     found: list[Finding] = []
     try:
         for code in readings(source):
@@ -134,7 +142,7 @@ def _scan_source(source: str, cell: str, protected: set[str]) -> list[Finding]:
                 if finding not in found:
                     found.append(finding)
     except (RecursionError, MemoryError):  # nesting no answer needs, maybe to hide from the scan
-        return [Finding(cell, 0, "code too deeply nested to scan")]
+        return [Finding(cell, 0, N_("code too deeply nested to scan"))]
     return found
 
 
@@ -142,10 +150,12 @@ def _scan_code(code: str, cell: str, protected: set[str]) -> list[Finding]:
     try:
         tree = ast.parse(code)
     except SyntaxError as error:
-        what = f"does not parse as Python ({error.msg}), so the grader cannot read it"
+        what = Phrase(
+            N_("does not parse as Python ({error}), so the grader cannot read it"), error=error.msg
+        )
         return [Finding(cell, error.lineno or 0, what, UNPARSABLE)]
     except ValueError:  # a null byte: Python cannot compile it either
-        return [Finding(cell, 0, "holds a null byte, so the grader cannot read it", UNPARSABLE)]
+        return [Finding(cell, 0, N_("holds a null byte, so the grader cannot read it"), UNPARSABLE)]
     return _scan_tree(tree, cell, set(protected))
 
 
@@ -235,16 +245,16 @@ def _scan_tree(tree: ast.AST, cell: str, protected: set[str]) -> list[Finding]:
             "SystemExit",
             "KeyboardInterrupt",
         ):
-            add(node, f"raises {_name_of(node.exc)}")
+            add(node, Phrase(N_("raises {name}"), name=_name_of(node.exc)))
         elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in REBOUND:
-            add(node, f"rebinds {node.name}")
+            add(node, Phrase(N_("rebinds {name}"), name=node.name))
         elif isinstance(node, ast.ClassDef):
             _check_class(node, lambda what, n=node: add(n, what))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if "vnd.hooklab" in node.value:
-                add(node, "writes the grader's private evidence format")
+                add(node, N_("writes the grader's private evidence format"))
             elif PACKAGE.search(node.value):
-                add(node, "names the grader's package in a string ('autograder')")
+                add(node, N_("names the grader's package in a string ('autograder')"))
     return found
 
 
@@ -272,11 +282,20 @@ def _magic_findings(node: ast.Call, cell: str, protected: set[str]) -> list[Find
         return []
     if name not in CODE_MAGICS:
         kind = f"%%{name}" if body is not None else f"%{name}"
-        return [Finding(cell, at, f"runs the magic {kind}, which the grader cannot check")]
+        return [
+            Finding(
+                cell,
+                at,
+                Phrase(N_("runs the magic {magic}, which the grader cannot check"), magic=kind),
+            )
+        ]
     # %time / %timeit / %%capture: the code they run is scanned like a cell of its own.
     code = body if body is not None else _strip_options(line)
     inner = _scan_source(code, cell, protected)
-    return [Finding(cell, at, f"in %{name}: {f.what}", f.kind) for f in inner]
+    return [
+        Finding(cell, at, Phrase(N_("in %{magic}: {what}"), magic=name, what=f.what), f.kind)
+        for f in inner
+    ]
 
 
 def _strip_options(line: str) -> str:
@@ -307,39 +326,43 @@ def _check_import(node: ast.Import | ast.ImportFrom, add) -> None:
     if isinstance(node, ast.ImportFrom):
         names = [node.module or ""]
         if node.module == "IPython" and any(a.name == "get_ipython" for a in node.names):
-            add("uses the IPython shell (imports get_ipython)")
+            add(N_("uses the IPython shell (imports get_ipython)"))
         if node.module == "types" and any(a.name in FORBIDDEN_CALLS for a in node.names):
-            add("imports types' code constructors")
+            add(N_("imports types' code constructors"))
         if node.module == "sys" and any(a.name == "modules" for a in node.names):
-            add("reaches the interpreter's modules (from sys import modules)")
+            add(N_("reaches the interpreter's modules (from sys import modules)"))
     else:
         names = [alias.name for alias in node.names]
     for name in names:
         if name.split(".")[0] in FORBIDDEN_IMPORTS:
-            add(f"imports {name}")
+            add(Phrase(N_("imports {name}"), name=name))
 
 
 def _check_name(node: ast.Name, add) -> None:
     if node.id == "breakpoint":
-        add("starts the debugger (breakpoint)")
+        add(N_("starts the debugger (breakpoint)"))
     elif node.id in STRING_CODE:
-        add(f"runs code from a string ({node.id})")
+        add(Phrase(N_("runs code from a string ({name})"), name=node.id))
     elif node.id == "__builtins__":
-        add("reaches the interpreter's builtins (__builtins__)")
+        add(N_("reaches the interpreter's builtins (__builtins__)"))
     elif node.id == "get_ipython":
-        add("uses the IPython shell (get_ipython)")
+        add(N_("uses the IPython shell (get_ipython)"))
 
 
 def _check_attribute(node: ast.Attribute, protected: set[str], sys_names: set[str], add) -> None:
     if node.attr in INTERNALS:
-        add(f"reaches into the interpreter's internals ({node.attr})")
+        add(Phrase(N_("reaches into the interpreter's internals ({name})"), name=node.attr))
     elif node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id in sys_names:
-        add(f"reaches the interpreter's modules ({ast.unparse(node)[:60]})")
+        add(Phrase(N_("reaches the interpreter's modules ({code})"), code=ast.unparse(node)[:60]))
     elif node.attr in ("system", "system_raw", "system_piped", "getoutput"):
         if _is_shell(node.value, protected):
-            add(f"runs a shell command (get_ipython().{node.attr}, or !command)")
+            add(
+                Phrase(
+                    N_("runs a shell command (get_ipython().{name}, or !command)"), name=node.attr
+                )
+            )
     elif node.attr in SHELL_EXECUTION and _is_shell(node.value, protected):
-        add(f"runs code through the IPython shell ({node.attr})")
+        add(Phrase(N_("runs code through the IPython shell ({name})"), name=node.attr))
 
 
 def _is_shell(node: ast.AST, protected: set[str]) -> bool:
@@ -359,7 +382,13 @@ def _check_class(node: ast.ClassDef, add) -> None:
     }
     if overrides and (bases & CONTAINER_BASES or "__eq__" in overrides):
         names = ", ".join(sorted(overrides))
-        add(f"class {node.name} redefines {names} (results that compare equal)")
+        add(
+            Phrase(
+                N_("class {name} redefines {methods} (results that compare equal)"),
+                name=node.name,
+                methods=names,
+            )
+        )
 
 
 def _aliases(tree: ast.AST, protected: set[str]) -> None:
@@ -392,25 +421,25 @@ def _check_target(target: ast.AST, protected: set[str], add) -> None:
     elif isinstance(target, ast.Starred):
         _check_target(target.value, protected, add)
     elif isinstance(target, ast.Name) and target.id in REBOUND:
-        add(f"rebinds {target.id}")
+        add(Phrase(N_("rebinds {name}"), name=target.id))
     elif (
         (isinstance(target, ast.Attribute | ast.Subscript) and _root(target) in protected)
         or (isinstance(target, ast.Subscript) and _root(target) in ("globals", "vars", "locals"))
         or (isinstance(target, ast.Subscript) and ".__dict__" in ast.unparse(target.value))
     ):
-        add(f"changes {ast.unparse(target)[:60]}")
+        add(Phrase(N_("changes {code}"), code=ast.unparse(target)[:60]))
 
 
 def _check_call(node: ast.Call, protected: set[str], add) -> None:
     name = _last_name(node.func)
     if name in ("setattr", "delattr") and node.args and _root(node.args[0]) in protected:
-        add(f"calls {name} on {ast.unparse(node.args[0])[:60]}")
+        add(Phrase(N_("calls {name} on {code}"), name=name, code=ast.unparse(node.args[0])[:60]))
     elif name == "getattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
         attribute = node.args[1].value
         if attribute in INTERNALS | STRING_CODE | SHELL_EXECUTION | {"__import__", "__dict__"}:
-            add(f"reaches {attribute} by name (getattr)")
+            add(Phrase(N_("reaches {name} by name (getattr)"), name=attribute))
     elif name in ("stack", "trace") and _root(node.func) == "inspect":
-        add("walks the interpreter's frames (inspect.stack)")
+        add(N_("walks the interpreter's frames (inspect.stack)"))
     elif FORBIDDEN_CALLS.get(name):
         if name in ("exit", "quit", "_exit") and not _is_exit_call(node):
             return
@@ -418,7 +447,7 @@ def _check_call(node: ast.Call, protected: set[str], add) -> None:
     elif name in ("update", "__setitem__", "pop", "clear", "setdefault"):
         text = ast.unparse(node.func)
         if "sys.modules" in text or "globals()" in text or "__dict__" in text:
-            add(f"changes {text[:60]}")
+            add(Phrase(N_("changes {code}"), code=text[:60]))
 
 
 def _is_exit_call(node: ast.Call) -> bool:

@@ -43,7 +43,7 @@ from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.verifier.request import build_request, exercises_in
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
-from autograder.i18n import N_, notebook_language, translator
+from autograder.i18n import N_, Phrase, notebook_language, render, translator
 
 FLAG = "tampering suspected"
 ENAME = "TamperingSuspected"
@@ -163,7 +163,9 @@ class Guard:
         flags = [_flag_text(finding) for finding in findings] + layout_notes(nb)
         tr = translator(self.language)
         for finding_cell, items in _by_cell(nb, findings):
-            text = "\n".join(tr("⚠ grader: {note}").format(note=_flag_text(f, tr)) for f in items)
+            text = "\n".join(
+                tr(N_("⚠ grader: {note}")).format(note=_flag_text(f, tr)) for f in items
+            )
             finding_cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
         for index, cell in enumerate(nb.cells):
             if index in self.blanked:
@@ -204,7 +206,9 @@ class Guard:
             what = tampering[0].what
             reason = TAMPERS_WITH_GRADING.format(owner=owner, what=what)
             cell.outputs = [
-                _flag_output(name, tr(TAMPERS_WITH_GRADING).format(owner=owner, what=what), tr)
+                _flag_output(
+                    name, tr(TAMPERS_WITH_GRADING).format(owner=owner, what=render(what, tr)), tr
+                )
             ]
             return [f"{FLAG}: cell {name} gets 0: {reason}"]
         if verdict is None:
@@ -264,7 +268,9 @@ def scan_cells(nb: Any) -> list[Finding]:
             continue
         for finding in scan_source(cell.source, meta.get("grade_id") or cell.get("id", "?")):
             if finding.kind == UNPARSABLE and _ran_without_syntax_error(cell):
-                what = f"{finding.what}; yet the kernel ran it without a syntax error"
+                what = Phrase(
+                    N_("{what}; yet the kernel ran it without a syntax error"), what=finding.what
+                )
                 finding = Finding(finding.cell, finding.line, what)
             found.append(finding)
     return found
@@ -280,12 +286,12 @@ def _ran_without_syntax_error(cell: Any) -> bool:
 
 def _flag_text(finding: Finding, tr: Any = str) -> str:
     """A finding as the flags say it (English), or as the notebook does (`tr`, its language)."""
-    where = tr("cell {cell}, line {line}: {what}").format(
-        cell=finding.cell, line=finding.line, what=finding.what
+    where = tr(N_("cell {cell}, line {line}: {what}")).format(
+        cell=finding.cell, line=finding.line, what=render(finding.what, tr)
     )
     if finding.kind == UNPARSABLE:
-        return tr("cannot be read: {finding}").format(finding=where)
-    return tr("tampering suspected: {finding}").format(finding=where)
+        return tr(N_("cannot be read: {finding}")).format(finding=where)
+    return tr(N_("tampering suspected: {finding}")).format(finding=where)
 
 
 def layout_notes(nb: Any) -> list[str]:
@@ -345,7 +351,7 @@ def _by_cell(nb: Any, findings: list[Finding]) -> list[tuple[Any, list[Finding]]
 
 def _flag_output(name: str, reason: str, tr: Any = str) -> Any:
     """The error output that gives test cell `name` zero; `reason` is already translated."""
-    text = tr("✗ {name}: tampering suspected: {reason}. This cell scores 0.").format(
+    text = tr(N_("✗ {name}: tampering suspected: {reason}. This cell scores 0.")).format(
         name=name, reason=reason
     )
     return nbformat.v4.new_output("error", ename=ENAME, evalue=text, traceback=[text])
