@@ -7,7 +7,7 @@
 Every `_()`, `N_()` and `ngettext()` of autograder/ is extracted (autograder/i18n.py is their
 front). The compiled .mo files are committed beside their .po: gettext reads them at run time,
 so neither a student's install nor an editable one needs Babel or a build step
-(docs/dependencies.md, "Message catalogs").
+(docs/i18n.md).
 """
 
 from __future__ import annotations
