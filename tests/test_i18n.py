@@ -176,13 +176,14 @@ def test_hooklab_lang_en_overrides_the_edition(language):
 
 def test_a_korean_request_gets_korean_verdicts(language):
     """The verifier (host.verify) answers a notebook of the Korean edition in Korean: the blank
-    notebook's verdicts (not done yet) and the solution's (passed) alike."""
+    notebook's verdicts (not done yet) and the solution's (passed) alike, whatever the grader's
+    own HOOKLAB_LANG says."""
+    language.setenv(i18n.LANG_ENV, "en")
     for case in ("blank", "all_correct"):
         nb = restored_notebook("forward_hooks", case)
         seed = lambda grade_id, hidden: 11  # noqa: E731
         english = verify(build_request(nb, seed))
         korean = verify(build_request(nb, seed, language="ko"))
-        i18n._chosen = None  # host.verify chose its request's language for this process
         assert english.keys() == korean.keys()
         for grade_id, by_check in korean.items():
             for hidden, verdict in by_check.items():

@@ -38,7 +38,7 @@ from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
 from autograder.exercises.kit.run import PASSED, Outcome, run_check
 from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
-from autograder.i18n import _, use_language
+from autograder.i18n import _, speaking
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a child's outcomes and evidence; more fails the exercise
@@ -75,8 +75,13 @@ def serve(path: str, accept_within: float = 60.0, on_listening: Any = None) -> N
 
 
 def verify(request: Request) -> dict[str, dict[bool, Verdict]]:
-    """grade id -> hidden -> the verdict of that check, for every check the request names."""
-    use_language(request.language)
+    """grade id -> hidden -> the verdict of that check, for every check the request names, in
+    the notebook's language (the request's; the grader's own HOOKLAB_LANG does not apply)."""
+    with speaking(request.language):
+        return _verify(request)
+
+
+def _verify(request: Request) -> dict[str, dict[bool, Verdict]]:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     with _quiet():
         for index, source in enumerate(request.shared):
