@@ -432,3 +432,20 @@ def test_the_korean_reports_plots_have_no_missing_glyph(korean_report):
     assert len(re.findall(r'src="data:image/png;base64,', html)) == 2 * len(EXERCISES)
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     assert not missing, missing[:3]
+
+
+@pytest.mark.parametrize("kind", ["CheckFailed", "NotDoneYet"])
+def test_a_korean_notebooks_failures_group_like_english_ones(kind):
+    """The report strips the headline of a failure in either language: a Korean class's
+    diagnostics are its messages, not their `✗ <id>` / `… <id> 아직 안 함` prefix."""
+    from autograder import feedback
+    from autograder.i18n import speaking
+    from autograder.reports.diagnostics import headline
+
+    message = "`answer`이(가) 비어 있습니다. [x1, x2, output]이어야 합니다."
+    with speaking("ko"):
+        failure = getattr(feedback, kind)(message, grade_id="forward_collect")
+        lines = str(failure).splitlines()
+    assert lines[0] != message and lines[0].endswith(message)
+    output = {"output_type": "error", "ename": kind, "evalue": "", "traceback": lines}
+    assert headline(output)[1] == message
