@@ -107,18 +107,16 @@ def test_a_warm_kernel_counts_instead_of_going_idle_only_when_asked(tmp_path):
     assert OUTPUTS_SENT not in stock["metadata"]
 
 
-def test_a_flood_of_outputs_arrives_whole_and_its_cell_ends_at_once(tmp_path):
+def test_a_flood_of_outputs_arrives_whole(tmp_path):
     # 5000 outputs in a burst overflowed zmq's default queue of 1000 for the worker: outputs
-    # were lost, the error that fails a test cell among them. None is lost now, and the cell
-    # ends as soon as they are in, not after QUIET_SECONDS.
+    # were lost, the error that fails a test cell among them. None is lost now. (That a cell ends
+    # by its count of outputs, not after QUIET_SECONDS, the tests above check by message.)
     speedups.install("worker")  # what grading workers run with (execute.py)
     flood = "for i in range(5000):\n    display(i)\nraise ValueError('after the flood')"
-    sources = ["import time\nstart = time.monotonic()", flood, "print(time.monotonic() - start)"]
-    ran = nbformat.reads(execute_notebook(_notebook(sources), str(tmp_path)).notebook, 4)
-    outputs = ran.cells[1].outputs
+    ran = nbformat.reads(execute_notebook(_notebook([flood]), str(tmp_path)).notebook, 4)
+    outputs = ran.cells[0].outputs
     assert [o.data["text/plain"] for o in outputs[:-1]] == [str(i) for i in range(5000)]
     assert outputs[-1].output_type == "error" and outputs[-1].evalue == "after the flood"
-    assert float(ran.cells[2].outputs[0].text) < QUIET_SECONDS
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "off"])
