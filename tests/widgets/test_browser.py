@@ -170,22 +170,34 @@ def test_student_answers_an_exercise_and_sees_it_pass_with_widgets(browser, lab,
     start = time.monotonic()
     page = open_notebook(browser, lab)
     run_menu(page, "Run All Cells")
-    # Run All stops at the first unfinished exercise: its hooks still raise NotImplementedError.
-    expect(cell(page, f"{EXERCISE}_run")).to_contain_text("NotImplementedError")
+    # Run All goes through the untouched notebook: each exercise says it is not done yet.
+    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea-output")
+    expect(check_output).to_contain_text(f"{EXERCISE} is not done yet")
+    expect(check_output).not_to_contain_text("Traceback")
     progress = cell(page, "progress").locator(".jupyter-widgets.hooklab-progress")
     count = len(exercise_order(ASSIGNMENT, course.ROOT))
     expect(progress).to_contain_text(f"0 of {count} exercises pass")
-    expect(progress).to_contain_text("not checked yet")
 
-    type_over(page, EXERCISE, notebooks.parse_answers(answers(ASSIGNMENT, "all_correct"))[EXERCISE])
-    # Run the exercise from its set-up cell (a fresh `add`) down to its check cell.
-    run_cells(page, f"{EXERCISE}_setup", f"{EXERCISE}_test")
-    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea-output")
+    # A wrong answer first (a named mistake), run from the answer cell down to its check: its
+    # diagnosis, as formatted text. Then the right one, the same way: it passes, no restart.
+    fresh = "add = Add()\nanswer = []\n"
+    wrong = notebooks.parse_answers(answers(ASSIGNMENT, "tuple_appended"))[EXERCISE]
+    type_over(page, EXERCISE, fresh + wrong)
+    run_cells(page, EXERCISE, f"{EXERCISE}_test")
+    expect(check_output).to_contain_text(f"✗ {EXERCISE}")
+    expect(check_output).to_contain_text("tuple")
+    expect(check_output).not_to_contain_text("Traceback")
+    cell(page, EXERCISE).scroll_into_view_if_needed()
+    page.locator(".jp-NotebookPanel").screenshot(path=shots / "exercise_fails.png")
+
+    right = notebooks.parse_answers(answers(ASSIGNMENT, "all_correct"))[EXERCISE]
+    type_over(page, EXERCISE, fresh + right)
+    run_cells(page, EXERCISE, f"{EXERCISE}_test")
     expect(check_output).to_contain_text(f"✓ {EXERCISE}")
     expect(progress).to_contain_text(f"1 of {count} exercises pass")
     expect(progress.locator("tr", has_text=EXERCISE)).to_contain_text("passed")
 
-    # The hint cell ran again on the way, so its panel starts afresh.
+    # The hint cell ran once, in Run All: its panel has revealed nothing yet.
     hints = cell(page, f"{EXERCISE}_hints").locator(".hooklab-hints")
     button = hints.locator(".widget-button")
     expect(button).to_have_text(re.compile("Show hint 1 of 3"))
