@@ -3,7 +3,7 @@ PYTHON := $(shell if [ -n "$$VIRTUAL_ENV" ]; then echo "$$VIRTUAL_ENV/bin/python
 	elif [ -n "$$CONDA_PREFIX" ] && [ "$${CONDA_DEFAULT_ENV:-base}" != base ]; then \
 	echo "$$CONDA_PREFIX/bin/python"; else echo .venv/bin/python; fi)
 
-.PHONY: setup demo test floors lock build lab bench messages
+.PHONY: setup demo test floors lock build lab bench messages site
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,9 @@ lock: setup  ## rewrite requirements.lock after a change of pyproject.toml (docs
 
 build: setup  ## regenerate notebooks/ from solutions/ after editing a solution notebook
 	$(PYTHON) -m autograder build
+
+site: setup  ## the walkthrough site: the solution notebooks executed, hidden tests removed, in site/
+	$(PYTHON) scripts/site.py site
 
 lab: setup  ## open the student notebooks in JupyterLab
 	$(PYTHON) -m jupyter lab notebooks/
