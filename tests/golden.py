@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -31,14 +32,33 @@ def graded_points(assignment: str) -> dict[str, float]:
     }
 
 
+def exercise_of(cell: str) -> str:
+    """The grade id of the answer cell a graded cell checks (`x_test`, `x_hidden` -> `x`)."""
+    return re.sub(r"_(test|hidden)$", "", cell)
+
+
+def own_sections(assignment: str, case: str) -> set[str]:
+    """The grade ids the case's answer file writes itself (not those it inherits)."""
+    path = SUBMISSIONS / assignment / f"{case}.py"
+    return set(notebooks.parse_answers(path.read_text(encoding="utf-8")))
+
+
 def expected_scores(assignment: str, case: str) -> dict[str, float]:
-    """The golden score of every graded cell of the case (0 where the file lists none)."""
-    golden = tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))
-    listed = golden[f"{assignment}/{case}"]
-    return {cell: float(listed.get(cell, 0)) for cell in graded_points(assignment)}
+    """The golden score of every graded cell of the case. A case with `based_on = "<case>"`
+    has that case's score on every cell of an exercise its answer file does not write; the
+    cells it lists override; any other cell is 0."""
+    listed = dict(golden_keys()[f"{assignment}/{case}"])
+    scores = dict.fromkeys(graded_points(assignment), 0.0)
+    base = listed.pop("based_on", None)
+    if base is not None:
+        own = own_sections(assignment, case)
+        inherited = expected_scores(assignment, base)
+        scores.update({c: s for c, s in inherited.items() if exercise_of(c) not in own})
+    scores.update({cell: float(score) for cell, score in listed.items()})
+    return scores
 
 
-def golden_keys() -> dict[str, dict[str, float]]:
+def golden_keys() -> dict[str, dict]:
     return tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))
 
 

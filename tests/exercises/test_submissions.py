@@ -4,8 +4,8 @@ tests/course/test_nbgrader_roundtrip.py grades the same folder with the real `nb
 """
 
 import pytest
+from golden import SUBMISSIONS, cases, expected_scores, golden_keys, graded_points
 from golden import answers as answer_text
-from golden import cases, expected_scores, golden_keys, graded_points
 from notebook_runner import run_notebook
 
 
@@ -27,6 +27,9 @@ def test_golden_file_names_only_real_cases_and_cells():
     known = {f"{a}/{c}" for a, c in cases()}
     for key, cells in golden_keys().items():
         assert key in known, f"golden entry {key} has no answer file"
-        assignment = key.split("/")[0]
-        assert set(cells) <= set(graded_points(assignment)), f"{key}: unknown cells"
+        assignment, case = key.split("/")
+        assert set(cells) - {"based_on"} <= set(graded_points(assignment)), f"{key}: unknown cells"
+        based_on = f"# based on: {cells['based_on']}\n" if "based_on" in cells else None
+        answers = (SUBMISSIONS / assignment / f"{case}.py").read_text(encoding="utf-8")
+        assert based_on is None or based_on in answers, f"{key}: golden based on, answers not"
     assert known <= set(golden_keys()), f"cases without golden scores: {known - set(golden_keys())}"
