@@ -98,8 +98,13 @@ def show_results(root: Path) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
+    from autograder import editions  # Babel: only the build needs it
+
     course.build(args.assignments or None, root=args.root)
     print("notebooks/ regenerated from solutions/")
+    for language in editions.LANGUAGES:
+        editions.build(language, args.assignments or None, root=args.root)
+        print(f"{language}/ regenerated from solutions/ and translations/{language}/")
     return 0
 
 
@@ -162,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument(
         "--stock", action="store_true", help="grade with stock `nbgrader autograde`"
     )
-    build_parser = verbs.add_parser("build", help="regenerate notebooks/ from solutions/")
+    build_parser = verbs.add_parser(
+        "build", help="regenerate notebooks/ from solutions/, and each translated edition (ko/)"
+    )
     build_parser.add_argument("assignments", nargs="*")
     verbs.add_parser("table", help="print the score table; write grades.csv and the report")
     report_parser = verbs.add_parser("report", help="write the class report, in a language")
@@ -192,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {**handlers, "autograde": autograde}[args.verb]
     try:
         return handler(args)
-    except RuntimeError as error:
+    except RuntimeError as error:  # editions.TranslationError too: it lists what is stale
         print(f"hooklab: {error}", file=sys.stderr)
         return 1
 

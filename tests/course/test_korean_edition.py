@@ -1,0 +1,228 @@
+"""The Korean edition (ko/): built from the English solutions and translations/ko/, nothing else.
+
+Every cell has a current translation or nothing a student reads; a Korean code cell is the English
+one but for its strings and comments; a stale entry stops the build; the committed ko/ files are
+what the build writes; and under stock nbgrader the Korean solutions score full marks and the
+untouched Korean student notebooks zero.
+"""
+
+import ast
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+import pytest
+from golden import ROOT
+
+from autograder import course, editions, gradebook, notebooks
+
+# Until every notebook is translated, the ones with a catalog.
+ASSIGNMENTS = [a for a in course.assignments() if editions.catalog_path("ko", a).exists()]
+KO = editions.edition_root("ko")
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def english(assignment):
+    return notebooks.read(course.notebook_path("solutions", assignment))
+
+
+def korean(folder, assignment, root=KO):
+    return notebooks.read(course.notebook_path(folder, assignment, root))
+
+
+def code_shape(source: str) -> str:
+    """The cell's syntax tree with every string constant emptied (comments are not in it)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_cell_has_a_current_translation_or_nothing_to_translate(assignment):
+    catalog = editions.read_catalog("ko", assignment)
+    assert editions.problems(english(assignment), catalog) == []
+    for cell in english(assignment).cells:
+        if cell.cell_type == "markdown":
+            message = catalog.get(cell.source, context=cell.id)
+            assert HANGUL.search(message.string), f"{cell.id} is not in Korean"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_translations_say_hook_as_korean_pytorch_users_do(assignment):
+    text = "\n".join(m.string for m in editions.read_catalog("ko", assignment) if m.id)
+    assert "훅" not in text  # the glossary (docs/korean-edition.md): hook stays hook
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_korean_code_is_the_english_code_but_for_strings_and_comments(assignment):
+    source, edition = english(assignment), korean("solutions", assignment)
+    assert [(c.id, c.cell_type) for c in edition.cells] == [
+        (c.id, c.cell_type) for c in source.cells
+    ]
+    for en, ko in zip(source.cells, edition.cells, strict=True):
+        assert ko.metadata == en.metadata, en.id
+        if en.cell_type == "code":
+            assert code_shape(ko.source) == code_shape(en.source), en.id
+            # nbgrader's region markers, kept byte for byte
+            markers = re.compile(r"^\s*#+ (BEGIN|END) .*$", re.M)
+            assert markers.findall(ko.source) == markers.findall(en.source), en.id
+    assert edition.metadata["hooklab"]["language"] == "ko"
+    setup = next(c for c in edition.cells if c.id == "setup")
+    assert 'use_language("ko")' in setup.source
+    assert 'use_language("en")' in next(c for c in source.cells if c.id == "setup").source
+
+
+def test_code_shape_sees_a_changed_name_or_call():
+    assert code_shape('print("a")  # x') == code_shape('print("나")  # 나')
+    assert code_shape('print("a")') != code_shape('print("a" + str(1))')
+    assert code_shape("hook(m, i, o)") != code_shape("hook(m, o)")
+
+
+@pytest.fixture
+def small_course(tmp_path):
+    """A course of one assignment with its Korean catalog, to be changed by a test."""
+    shutil.copytree(ROOT / "solutions" / "forward_hooks", tmp_path / "solutions" / "forward_hooks")
+    shutil.copytree(ROOT / "translations", tmp_path / "translations")
+    return tmp_path
+
+
+def edit_english(root, cell_id, change):
+    path = course.notebook_path("solutions", "forward_hooks", root)
+    nb = notebooks.read(path)
+    cell = next(c for c in nb.cells if c.id == cell_id)
+    cell.source = change(cell.source)
+    notebooks.write(nb, path)
+
+
+@pytest.mark.parametrize(
+    ("cell_id", "change", "reported"),
+    [
+        ("add_intro", lambda s: s.replace("tiny", "small"), "add_intro: '## The `Add` module'"),
+        (
+            "forward_collect",
+            lambda s: s.replace("hooks from an earlier run are gone", "old hooks go"),
+            "forward_collect: '# a fresh Add",
+        ),
+        ("demo_first_hooks", lambda s: s + '\nprint("a new label")', "'\"a new label\"'"),
+    ],
+    ids=["markdown", "comment", "new string"],
+)
+def test_a_stale_or_missing_translation_stops_the_build_and_is_named(
+    small_course, cell_id, change, reported
+):
+    editions.write_solutions("ko", root=small_course)  # the committed catalog fits
+    built = course.notebook_path("solutions", "forward_hooks", small_course / "ko")
+    before = built.read_bytes()
+    edit_english(small_course, cell_id, change)
+    with pytest.raises(editions.TranslationError) as raised:
+        editions.write_solutions("ko", root=small_course)
+    assert reported in str(raised.value)
+    assert built.read_bytes() == before, "a stale edition was written"
+
+
+def test_update_keeps_what_fits_and_marks_the_changed_entry_fuzzy(small_course):
+    edit_english(small_course, "add_intro", lambda s: s.replace("tiny", "very small"))
+    editions.update("ko", ["forward_hooks"], root=small_course)
+    catalog = editions.read_catalog("ko", "forward_hooks", small_course)
+    intro = next(m for m in catalog if m.context == "add_intro")
+    assert intro.fuzzy and "very small" in intro.id and HANGUL.search(intro.string)
+    # the translator sees the English it was made from
+    po = editions.catalog_path("ko", "forward_hooks", small_course).read_text(encoding="utf-8")
+    assert re.search(r"^#\| msgid .*this tiny module", po, re.M)
+    problems = editions.problems(english_of(small_course), catalog)
+    assert problems == ["add_intro: '## The `Add` module': marked fuzzy, to be checked"]
+
+
+def english_of(root):
+    return notebooks.read(course.notebook_path("solutions", "forward_hooks", root))
+
+
+def test_a_translation_that_would_add_code_is_refused(small_course):
+    path = editions.catalog_path("ko", "forward_hooks", small_course)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace('msgstr "\\"첫 번째로 등록\\""', 'msgstr "\\"첫\\" + str(1)"'),
+        encoding="utf-8",
+    )
+    with pytest.raises(editions.TranslationError, match=r"hook_order_demo.*not a string"):
+        editions.write_solutions("ko", root=small_course)
+
+
+@pytest.fixture(scope="module")
+def built_course(tmp_path_factory):
+    """The course copied (English solutions, catalogs, both configs) and the edition built."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    shutil.copytree(ROOT / "translations", root / "translations")
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    (root / "ko").mkdir()
+    shutil.copy(KO / "nbgrader_config.py", root / "ko")
+    editions.build("ko", ASSIGNMENTS, root=root)
+    return root
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_committed_korean_notebooks_are_what_the_build_writes(built_course, folder, assignment):
+    fresh = course.notebook_path(folder, assignment, built_course / "ko")
+    committed = course.notebook_path(folder, assignment, KO)
+    assert fresh.read_bytes() == committed.read_bytes(), f"ko/{folder}/{assignment} is stale"
+    assert {p.name for p in fresh.parent.iterdir()} == {p.name for p in committed.parent.iterdir()}
+    nb = notebooks.read(committed)
+    nbformat.validate(nb)
+    assert committed.read_text(encoding="utf-8") == notebooks.canonical(nb)
+    ids = [cell.id for cell in nb.cells]
+    assert len(ids) == len(set(ids))
+    assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.fixture(scope="module")
+def graded(built_course):
+    """The Korean solution and untouched student notebook of every assignment, graded by stock
+    `nbgrader autograde` in ko/, one assignment per core, each with its own gradebook copy."""
+    root = built_course / "ko"
+    for assignment in ASSIGNMENTS:
+        course.submit(korean("solutions", assignment, root), "solution", assignment, root)
+        course.submit(korean("notebooks", assignment, root), "untouched", assignment, root)
+
+    def autograde(assignment):
+        own = root / f"gradebook-{assignment}.db"
+        shutil.copy(root / "gradebook.db", own)
+        course.autograde(assignment, root=root, db_url=f"sqlite:///{own}")
+        return assignment, gradebook.scores(f"sqlite:///{own}", assignment)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return root, dict(pool.map(autograde, ASSIGNMENTS))
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_korean_solution_notebook_scores_full_marks_under_stock_nbgrader(graded, assignment):
+    root, scores = graded
+    cells = scores[assignment]["solution"]
+    assert cells and all(c.score == c.max_score for c in cells), cells
+    executed = notebooks.read(course.notebook_path("autograded/solution", assignment, root))
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            assert output.output_type != "error", f"{cell.id}: {output.get('evalue')}"
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_untouched_korean_student_notebook_scores_zero_without_crashing(graded, assignment):
+    root, scores = graded
+    assert all(cell.score == 0 for cell in scores[assignment]["untouched"])
+    executed = notebooks.read(course.notebook_path("autograded/untouched", assignment, root))
+    assert executed.metadata["hooklab"]["language"] == "ko"
+    for cell in executed.cells:
+        errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            assert errors, f"{cell.id} has no error output"
+            assert errors[0].ename == "NotDoneYet", f"{cell.id}: {errors[0].ename}"
+            assert "Traceback" not in "\n".join(errors[0].traceback), cell.id
+        else:
+            assert not errors, f"{cell.id} crashed: {errors[0].evalue}"
