@@ -209,6 +209,8 @@ def test_korean_solution_notebook_scores_full_marks_under_stock_nbgrader(graded,
     for cell in executed.cells:
         for output in cell.get("outputs", []):
             assert output.output_type != "error", f"{cell.id}: {output.get('evalue')}"
+            # matplotlib's warning for a letter its fonts lack, drawn as an empty box
+            assert "missing from font" not in output.get("text", ""), f"{cell.id}: tofu"
 
 
 @pytest.mark.nbgrader
