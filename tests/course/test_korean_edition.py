@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
-from golden import ROOT
+from golden import ROOT, answers, cases, expected_scores
 
 from autograder import course, editions, gradebook, notebooks
+from autograder.cli import main
 
 ASSIGNMENTS = course.assignments()  # a notebook without a catalog fails: nothing is translated
 KO = editions.edition_root("ko")
@@ -237,3 +238,30 @@ def test_untouched_korean_student_notebook_scores_zero_without_crashing(graded, 
             assert "Traceback" not in "\n".join(errors[0].traceback), cell.id
         else:
             assert not errors, f"{cell.id} crashed: {errors[0].evalue}"
+
+
+@pytest.fixture(scope="module")
+def engine_graded(built_course, tmp_path_factory):
+    """Every named submission, its answers filled into the Korean student notebook, graded by
+    `hooklab autograde` in a copy of the built ko/ course."""
+    parent = tmp_path_factory.mktemp("engine")
+    shutil.copy(built_course / "nbgrader_config.py", parent)
+    root = parent / "ko"
+    for name in ("solutions", "notebooks", "nbgrader_config.py", "gradebook.db"):
+        source = built_course / "ko" / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, root / name)
+    for assignment, case in cases():
+        nb = course.answered_notebook(answers(assignment, case), assignment, root)
+        course.submit(nb, case, assignment, root)
+    db = f"sqlite:///{root / 'gradebook.db'}"
+    assert main(["--root", str(root), "autograde", *ASSIGNMENTS, "-j", "2", "--db", db]) == 0
+    return {assignment: gradebook.scores(db, assignment) for assignment in ASSIGNMENTS}
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize(("assignment", "case"), cases(), ids=[f"{a}/{c}" for a, c in cases()])
+def test_named_submission_scores_in_the_korean_edition_as_in_the_english(
+    engine_graded, assignment, case
+):
+    got = {cell.cell: cell.score for cell in engine_graded[assignment][case]}
+    assert got == expected_scores(assignment, case)
