@@ -151,13 +151,28 @@ def template(nb: NotebookNode, language: str, assignment: str) -> Catalog:
 
 
 def new_catalog(language: str, assignment: str) -> Catalog:
-    return Catalog(
+    catalog = Catalog(
         locale=language,
         domain=assignment,
         project="Hooklab",
+        version=assignment,
+        copyright_holder="Hooklab",
+        msgid_bugs_address="",
+        last_translator="Hooklab",
+        language_team=f"Hooklab {language}",
         creation_date=CATALOG_DATE,
         revision_date=CATALOG_DATE,
         fuzzy=False,
+    )
+    _set_header(catalog, language, assignment)
+    return catalog
+
+
+def _set_header(catalog: Catalog, language: str, assignment: str) -> None:
+    catalog.header_comment = (
+        f"# The {language} edition of the notebook {assignment} (docs/korean-edition.md).\n"
+        f"# msgctxt: a cell id of solutions/{assignment}/{assignment}.ipynb; msgid: its English\n"
+        "# text; msgstr: the translation. `python -m autograder.editions update` merges changes."
     )
 
 
