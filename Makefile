@@ -23,7 +23,7 @@ floors: setup  ## the engine's and the notebooks' tests with every dependency at
 lock: setup  ## rewrite requirements.lock after a change of pyproject.toml (docs/dependencies.md)
 	bash scripts/lock.sh
 
-build: setup  ## regenerate notebooks/ from solutions/ after editing a solution notebook
+build: setup  ## regenerate notebooks/ from solutions/, and ko/ (with translations/ko/), after editing a solution notebook
 	$(PYTHON) -m autograder build
 
 site: setup  ## the walkthrough site: the solution notebooks executed, hidden tests removed, in site/
