@@ -9,6 +9,7 @@ untouched Korean student notebooks zero.
 import ast
 import re
 import shutil
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
@@ -265,3 +266,26 @@ def test_named_submission_scores_in_the_korean_edition_as_in_the_english(
 ):
     got = {cell.cell: cell.score for cell in engine_graded[assignment][case]}
     assert got == expected_scores(assignment, case)
+
+
+def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from autograder.plot_fonts import hangul_family, use_plot_fonts
+
+    with mpl.rc_context():
+        before = list(mpl.rcParams["font.family"])
+        monkeypatch.setenv("HOOKLAB_LANG", "en")
+        use_plot_fonts()
+        assert mpl.rcParams["font.family"] == before
+        monkeypatch.setenv("HOOKLAB_LANG", "ko")
+        use_plot_fonts()
+        family = hangul_family()
+        assert family, "no Hangul font installed (Debian: fonts-nanum)"
+        assert mpl.rcParams["font.family"] == [*before, family]
+        figure = Figure()
+        figure.subplots().set_title("block2의 입력: feature map 8개")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a missing glyph is a UserWarning
+            figure.canvas.draw()
