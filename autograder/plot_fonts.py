@@ -1,52 +1,47 @@
-"""Fonts for the figures a notebook draws: matplotlib's default font has no Hangul, so the
-Korean edition's plot titles would come out as empty boxes without a fallback font."""
+"""Fonts that have a language's letters, for matplotlib figures: its default font (DejaVu Sans)
+has no Hangul, so Korean titles would come out as empty boxes ("tofu"). The notebooks' figures
+(use_plot_fonts, from a notebook's setup cell) and the class report (reports/fonts.py) use it.
+Debian's fonts-nanum (or fonts-noto-cjk) ships fonts that have Hangul; matplotlib (>= 3.6)
+falls back glyph by glyph along the list of font families it is given.
+"""
 
 from __future__ import annotations
 
+import contextlib
+
 from autograder import i18n
 
-# Families that draw Hangul and that Debian (fonts-nanum, fonts-noto-cjk, fonts-unfonts-core)
-# or the notebook's own machine may have, the first found wins.
-HANGUL_FAMILIES = (
-    "NanumGothic",
-    "NanumBarunGothic",
-    "Noto Sans CJK KR",
-    "Noto Sans KR",
-    "UnDotum",
-    "Malgun Gothic",
-    "Apple SD Gothic Neo",
-)
+# Families that draw Hangul, in order of preference: Debian's fonts-nanum, fonts-noto-cjk.
+HANGUL_FAMILIES = ("NanumGothic", "NanumBarunGothic", "Noto Sans CJK KR", "Noto Sans CJK JP")
+BY_LANGUAGE = {"ko": HANGUL_FAMILIES}
+# Their files' names: matplotlib's font list is cached once per machine, so a font installed
+# after that (apt-get install fonts-nanum) is found by looking for its file.
+HANGUL_FILES = ("nanum", "notosanscjk", "notoserifcjk")
 
 
-# The same fonts by file name, for a font installed after matplotlib cached its list of fonts.
-HANGUL_FILES = ("NanumGothic.", "NanumBarunGothic.", "NotoSansCJK", "NotoSansKR", "UnDotum.")
+def installed(families: tuple[str, ...]) -> list[str]:
+    """Those of `families` that matplotlib can find on this machine, in the same order."""
+    from matplotlib import font_manager  # not before a figure needs it
 
-
-def hangul_family() -> str | None:
-    """An installed font family with Hangul glyphs, or None."""
-    from matplotlib import font_manager
-
-    manager = font_manager.fontManager
-    installed = {font.name for font in manager.ttflist}
-    found = next((family for family in HANGUL_FAMILIES if family in installed), None)
-    if found is None:
-        for path in sorted(font_manager.findSystemFonts()):
-            if any(name in path.rsplit("/", 1)[-1] for name in HANGUL_FILES):
-                manager.addfont(path)
-                return font_manager.FontProperties(fname=path).get_name()
-    return found
+    names = {font.name for font in font_manager.fontManager.ttflist}
+    if not any(family in names for family in families):
+        known = {font.fname for font in font_manager.fontManager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path not in known and any(part in path.lower() for part in HANGUL_FILES):
+                with contextlib.suppress(OSError, RuntimeError, ValueError):
+                    font_manager.fontManager.addfont(path)
+        names = {font.name for font in font_manager.fontManager.ttflist}
+    return [family for family in families if family in names]
 
 
 def use_plot_fonts() -> None:
-    """In an edition whose script the default font lacks (Korean), put a font that has it after
-    the default one: Latin letters keep their look and Hangul falls back to it, glyph by glyph.
-    Nothing for English, or when no such font is installed."""
-    if i18n.language() != "ko":
-        return
-    family = hangul_family()
-    if family is None:
+    """In an edition whose letters the default font lacks (Korean), put fonts that have them
+    after the default one for the figures the notebook draws: Latin letters keep their look and
+    Hangul falls back to them. Nothing for English, or when no such font is installed."""
+    found = installed(BY_LANGUAGE.get(i18n.language(), ()))
+    if not found:
         return
     import matplotlib as mpl
 
-    families = [f for f in mpl.rcParams["font.family"] if f != family]
-    mpl.rcParams["font.family"] = [*families, family]
+    families = [f for f in mpl.rcParams["font.family"] if f not in found]
+    mpl.rcParams["font.family"] = [*families, *found]

@@ -15,29 +15,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import matplotlib
-from matplotlib import font_manager
 
-# Families that draw Hangul, in order of preference: Debian's fonts-nanum, fonts-noto-cjk.
-HANGUL_FAMILIES = ("NanumGothic", "NanumBarunGothic", "Noto Sans CJK KR", "Noto Sans CJK JP")
-BY_LANGUAGE = {"ko": HANGUL_FAMILIES}
+from autograder.plot_fonts import BY_LANGUAGE, HANGUL_FAMILIES, installed
 
-
-# Their files' names: matplotlib's font list is cached once per machine, so a font installed
-# after that (apt-get install fonts-nanum) is found by looking for its file.
-HANGUL_FILES = ("nanum", "notosanscjk", "notoserifcjk")
-
-
-def installed(families: tuple[str, ...]) -> list[str]:
-    """Those of `families` that matplotlib can find on this machine, in the same order."""
-    names = {font.name for font in font_manager.fontManager.ttflist}
-    if not any(family in names for family in families):
-        known = {font.fname for font in font_manager.fontManager.ttflist}
-        for path in font_manager.findSystemFonts():
-            if path not in known and any(part in path.lower() for part in HANGUL_FILES):
-                with contextlib.suppress(OSError, RuntimeError, ValueError):
-                    font_manager.fontManager.addfont(path)
-        names = {font.name for font in font_manager.fontManager.ttflist}
-    return [family for family in families if family in names]
+__all__ = ["HANGUL_FAMILIES", "families_for", "in_language_of", "installed", "speaking"]
 
 
 def families_for(language: str) -> list[str]:

@@ -272,7 +272,7 @@ def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
     import matplotlib as mpl
     from matplotlib.figure import Figure
 
-    from autograder.plot_fonts import hangul_family, use_plot_fonts
+    from autograder.plot_fonts import HANGUL_FAMILIES, installed, use_plot_fonts
 
     with mpl.rc_context():
         before = list(mpl.rcParams["font.family"])
@@ -281,9 +281,9 @@ def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
         assert mpl.rcParams["font.family"] == before
         monkeypatch.setenv("HOOKLAB_LANG", "ko")
         use_plot_fonts()
-        family = hangul_family()
-        assert family, "no Hangul font installed (Debian: fonts-nanum)"
-        assert mpl.rcParams["font.family"] == [*before, family]
+        found = installed(HANGUL_FAMILIES)
+        assert found, "no Hangul font installed (Debian: fonts-nanum)"
+        assert mpl.rcParams["font.family"] == [*before, *found]
         figure = Figure()
         figure.subplots().set_title("block2의 입력: feature map 8개")
         with warnings.catch_warnings():
