@@ -144,13 +144,15 @@ def test_the_committed_mo_is_compiled_from_the_po(korean):
     assert not stale, f"{len(stale)} entries differ from the .po (run `make messages`)"
 
 
-# A check that fails: forward_collect with answer cells that collect nothing.
-def _failing_forward_collect() -> str:
+# A check that fails: forward_collect with answer cells that collect nothing. The notebook's
+# setup cell says its edition's language: `use_language("en")`, "ko" in the Korean edition
+# (autograder/editions.py writes it so); `edition` makes this run that of the Korean edition.
+def _failing_forward_collect(edition: str = "en") -> str:
     nb = restored_notebook("forward_hooks", "blank")
     request = build_request(nb, lambda grade_id, hidden: 7)
     namespace: dict = {"__name__": "__main__"}
     for source in request.shared:
-        exec(source, namespace)
+        exec(source.replace('use_language("en")', f'use_language("{edition}")'), namespace)
     run = next(e for e in request.exercises if e.grade_id == "forward_collect")
     for source in [*run.setup, run.answer, *run.run]:
         exec(source, namespace)
@@ -168,10 +170,9 @@ def test_hooklab_lang_ko_makes_a_failing_check_korean(language):
 
 def test_hooklab_lang_en_overrides_the_edition(language):
     english = _failing_forward_collect()
-    i18n.use_language("ko")
-    assert HANGUL.search(_failing_forward_collect())
+    assert HANGUL.search(_failing_forward_collect(edition="ko"))
     language.setenv(i18n.LANG_ENV, "en")
-    assert _failing_forward_collect() == english
+    assert _failing_forward_collect(edition="ko") == english
 
 
 def test_a_korean_request_gets_korean_verdicts(language):
