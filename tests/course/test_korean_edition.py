@@ -256,7 +256,7 @@ def engine_graded(built_course, tmp_path_factory):
         course.submit(nb, case, assignment, root)
     db = f"sqlite:///{root / 'gradebook.db'}"
     assert main(["--root", str(root), "autograde", *ASSIGNMENTS, "-j", "2", "--db", db]) == 0
-    return {assignment: gradebook.scores(db, assignment) for assignment in ASSIGNMENTS}
+    return root, {assignment: gradebook.scores(db, assignment) for assignment in ASSIGNMENTS}
 
 
 @pytest.mark.nbgrader
@@ -264,8 +264,31 @@ def engine_graded(built_course, tmp_path_factory):
 def test_named_submission_scores_in_the_korean_edition_as_in_the_english(
     engine_graded, assignment, case
 ):
-    got = {cell.cell: cell.score for cell in engine_graded[assignment][case]}
+    _, scores = engine_graded
+    got = {cell.cell: cell.score for cell in scores[assignment][case]}
     assert got == expected_scores(assignment, case)
+
+
+def verdict_lines(cell) -> list[str]:
+    """What a graded cell tells the student: its errors and its ✓ / ✗ lines."""
+    lines = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            lines.append(f"{output.ename}: {output.evalue}")
+        text = output.get("text", "")
+        lines += [line for line in text.splitlines() if line.startswith(("✓", "✗"))]
+    return lines
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize(("assignment", "case"), cases(), ids=[f"{a}/{c}" for a, c in cases()])
+def test_a_korean_notebook_gets_its_verdicts_in_korean(engine_graded, assignment, case):
+    root, _ = engine_graded
+    nb = notebooks.read(course.notebook_path(f"autograded/{case}", assignment, root))
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            english = [line for line in verdict_lines(cell) if not HANGUL.search(line)]
+            assert not english, f"{cell.id}: {english}"
 
 
 def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
