@@ -103,6 +103,8 @@ def build(args: argparse.Namespace) -> int:
     course.build(args.assignments or None, root=args.root)
     print("notebooks/ regenerated from solutions/")
     for language in editions.LANGUAGES:
+        if not (Path(args.root) / "translations" / language).is_dir():
+            continue  # a course (or a copy of one) without that edition
         editions.build(language, args.assignments or None, root=args.root)
         print(f"{language}/ regenerated from solutions/ and translations/{language}/")
     return 0

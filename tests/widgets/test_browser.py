@@ -171,7 +171,8 @@ def test_student_answers_an_exercise_and_sees_it_pass_with_widgets(browser, lab,
     page = open_notebook(browser, lab)
     run_menu(page, "Run All Cells")
     # Run All goes through the untouched notebook: each exercise says it is not done yet.
-    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea-output")
+    # The cell's whole output area: a failure shows its message and a one-line error under it.
+    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea").first
     expect(check_output).to_contain_text(f"{EXERCISE} is not done yet")
     expect(check_output).not_to_contain_text("Traceback")
     progress = cell(page, "progress").locator(".jupyter-widgets.hooklab-progress")
