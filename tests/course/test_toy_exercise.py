@@ -13,6 +13,7 @@ import pytest
 from golden import ROOT, expected_scores
 
 from autograder import gradebook, notebooks
+from autograder.grade.kernels.template_client import ZYGOTE_ENV
 
 pytestmark = pytest.mark.nbgrader
 
@@ -119,7 +120,10 @@ def _toy_cells():
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
+    # Its own kernel template, from the copy's code: not one an earlier test of this process
+    # started from the repo's (HOOKLAB_ZYGOTE), which has no toy exercise.
     env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop(ZYGOTE_ENV, None)
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "--root", str(root), *args],
         cwd=root,

@@ -5,7 +5,6 @@ limits, or the verifier of one notebook (verifier/host.py); the template keeps t
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import os
 import signal
@@ -18,8 +17,6 @@ from autograder.grade import speedups
 from autograder.grade.sandbox import isolation
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.speedups import kernel_command_line, listed_modules
-
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
 
 
 def _become_kernel(request: dict) -> None:
@@ -64,16 +61,14 @@ def _become_verifier(request: dict) -> None:
     """In the forked child: become the verifier of one notebook (verifier/host.py), answering
     on a socket in its folder, within the same limits and isolation as a kernel. It ends with
     the template that forked it: a grader that is killed leaves no verifier waiting."""
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the template ended before the line above took effect
-        os._exit(1)
+    from autograder.grade.verifier import host
+
+    host.die_with_parent()
     os.setsid()
     Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    from autograder.grade.verifier import host
     from autograder.grade.verifier.protocol import SOCKET
 
     path = os.path.join(request["kernel_dir"], SOCKET)
