@@ -287,6 +287,8 @@ def _read_reply(read: int, pid: int, timeout: float) -> tuple[bytes, str]:
                     )
                 ready, _w, _x = select.select([pipe], [], [], min(left, 0.1))
                 if not ready:
+                    if status is not None:  # ended, and all it wrote is read
+                        break
                     ended, code = os.waitpid(pid, os.WNOHANG)
                     if not ended:
                         continue
