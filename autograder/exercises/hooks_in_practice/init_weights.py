@@ -13,10 +13,9 @@ from torch import nn
 from autograder.exercises.hooks_in_practice.common import ints
 from autograder.exercises.hooks_in_practice.models import make_tiny_gpt
 from autograder.exercises.kit.cases import in_case
-from autograder.exercises.kit.classes import checker_classes
 from autograder.exercises.kit.evidence import built_from, randint, sample
 from autograder.exercises.kit.judge import Suspicious, expect_equal, expect_sampled_init, item
-from autograder.exercises.kit.student import Student, require_arity
+from autograder.exercises.kit.student import Student, checker_classes, require_arity
 from autograder.feedback import CheckFailed
 from autograder.i18n import N_, _
 from autograder.tolerances import STD_RTOL
