@@ -157,6 +157,19 @@ def test_every_seed_draws_a_hidden_case_that_catches_the_missing_relu(seed):
     )
 
 
+# A map enlarged to the image's size is right on block1, which keeps the image's resolution; a
+# clean clone's seed once drew three block1 cases and gave cam_upsampled the hidden points.
+@pytest.mark.parametrize("seed", range(32))
+def test_every_seed_draws_a_hidden_case_that_catches_an_enlarged_map(seed):
+    run = run_notebook(A, section("cam_upsampled", "grad_cam"), until="grad_cam_run")
+    enlarged = run["grad_cam"]
+    cases = cam_cases(torch.Generator().manual_seed(seed))
+    assert any(
+        enlarged(model, layer, x, class_index).shape != cam.shape
+        for model, layer, x, class_index, cam in cases
+    )
+
+
 def test_hidden_checks_leave_the_notebook_as_it_was(solved):
     model = solved["model"]
     before = {name: [t.clone() for t in ts] for name, ts in solved["activations"].items()}
