@@ -33,6 +33,9 @@ class Outcome:
     fix: str = ""  # the code-level fix a failure may carry (shown after repeated failures)
     notes: list[str] = field(default_factory=list)  # warnings and stderr while the code ran
     evidence: Any = None  # the recorded values, encoded (evidence.encode)
+    # Set by the verifier when the outcome comes from its circumstances (a child that timed
+    # out or was killed), not from the code: its verdict is then not reused.
+    transient: bool = False
 
     @property
     def passed(self) -> bool:

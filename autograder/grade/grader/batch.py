@@ -37,6 +37,7 @@ from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.settings import load_config
 from autograder.grade.verifier.client import VerifierFailed
+from autograder.grade.worker import verdict_cache
 from autograder.grade.worker.execute import TRUNCATED
 from autograder.grade.worker.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
 from autograder.grade.worker.verify import course_secret
@@ -98,7 +99,7 @@ def local_workers(
         initializer=_end_with_grader,
         initargs=(os.getpid(),),
     )
-    with workers as pool:
+    with verdict_cache.shared_folder(), workers as pool:
         # The first task starts every worker (fork start method), from this thread, before the
         # grading threads exist.
         pool.submit(int).result()

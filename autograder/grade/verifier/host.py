@@ -93,10 +93,14 @@ def _verify(request: Request) -> dict[str, dict[bool, Verdict]]:
             outcomes = _checked_here(exercise, {**namespace, **values})
         else:
             outcomes = _in_child(exercise, namespace, request.timeout)
-        verdicts[exercise.grade_id] = {
+        by_check = {
             hidden: _judge(exercise.grade_id, hidden, seed, outcomes.get(hidden))
             for hidden, seed in exercise.checks
         }
+        if any(outcome.transient for outcome in outcomes.values()) or len(by_check) > len(outcomes):
+            for verdict in by_check.values():
+                verdict.transient = True
+        verdicts[exercise.grade_id] = by_check
     return verdicts
 
 
@@ -183,13 +187,17 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
     os.close(write)
     reply, why = _read_reply(read, pid, timeout)
     if why:
-        failed = Outcome(exercise.grade_id, False, "failed", why)
+        failed = Outcome(exercise.grade_id, False, "failed", why, transient=True)
         return {hidden: failed for hidden, _seed in exercise.checks}
     try:
         return {o.hidden: o for o in map(_outcome, json.loads(reply))}
     except (ValueError, TypeError, KeyError, RecursionError):
         broken = Outcome(
-            exercise.grade_id, False, "failed", _("the grader could not read this answer's results")
+            exercise.grade_id,
+            False,
+            "failed",
+            _("the grader could not read this answer's results"),
+            transient=True,
         )
         return {hidden: broken for hidden, _seed in exercise.checks}
 

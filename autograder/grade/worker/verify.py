@@ -41,7 +41,7 @@ import nbformat
 from autograder.exercises.kit import registry
 from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.verifier.request import build_request, exercises_in
-from autograder.grade.worker import hygiene
+from autograder.grade.worker import hygiene, verdict_cache
 from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
 from autograder.i18n import N_, Phrase, notebook_language, render, translator
 
@@ -93,6 +93,8 @@ class Guard:
     blanked: dict[int, str] = field(default_factory=dict)  # hidden cells the kernel does not run
     language: str = "en"  # the notebook's: what the student reads is written in it
     _verifier: Any = None
+    _known: dict = field(default_factory=dict)  # grade id -> verdicts judged before
+    _digests: dict = field(default_factory=dict)  # grade id -> what its verdicts depend on
 
     @classmethod
     def for_run(cls, cwd: str, config: dict | None) -> Guard:
@@ -113,7 +115,7 @@ class Guard:
         self.language = notebook_language(nb)
         if self.exercises and self.run_verifier is not None:
             request = build_request(nb, self.seed, timeout=self.timeout, language=self.language)
-            self._verifier = self._start(request)
+            self._ask_for_new(request.to_dict())
         for index, cell in enumerate(nb.cells):
             if not _is_test_cell(cell):
                 continue
@@ -134,19 +136,38 @@ class Guard:
 
         executor.on_cell_executed = on_cell_executed
 
-    def _start(self, request: Any) -> Any:
+    def _ask_for_new(self, request: dict) -> None:
+        """Start a verifier for the exercises whose code no verifier of this run has judged yet
+        (worker/verdict_cache.py); none when every one has been."""
+        self._known, new = {}, []
+        for exercise in request["exercises"]:
+            digest = verdict_cache.key(request["shared"], exercise, self.language, self.timeout)
+            self._digests[exercise["grade_id"]] = digest
+            seen = verdict_cache.known(digest)
+            if seen is None:
+                new.append(exercise)
+            else:
+                self._known[exercise["grade_id"]] = seen
+        if new:
+            self._verifier = self._start({**request, "exercises": new})
+
+    def _start(self, request: dict) -> Any:
         try:
-            return self.run_verifier(request.to_dict())
+            return self.run_verifier(request)
         except (VerifierFailed, OSError, RuntimeError):  # once more; then a grader fault
-            return _as_grader_fault(lambda: self.run_verifier(request.to_dict()))
+            return _as_grader_fault(lambda: self.run_verifier(request))
 
     def _verdicts(self) -> dict:
-        if self._verifier is None:
-            return {}
-        try:
-            return self._verifier.verdicts()
-        except (VerifierFailed, OSError, RuntimeError):
-            return _as_grader_fault(lambda: self._verifier.again().verdicts())
+        fresh = {}
+        if self._verifier is not None:
+            try:
+                fresh = self._verifier.verdicts()
+            except (VerifierFailed, OSError, RuntimeError):
+                fresh = _as_grader_fault(lambda: self._verifier.again().verdicts())
+        for grade_id, by_check in fresh.items():
+            if grade_id in self._digests:
+                verdict_cache.keep(self._digests[grade_id], by_check)
+        return {**self._known, **fresh}
 
     def secrets(self) -> set[str]:
         """What no output may show: the lines of the hidden test cells the kernel never gets, and
