@@ -7,7 +7,6 @@ feedback/, and the gradebook to gradebook.db; all of these are git-ignored.
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 
-c.CourseDirectory.root = "."
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.course_id = "hooklab"

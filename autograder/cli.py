@@ -14,7 +14,8 @@ from typing import NoReturn
 
 from autograder import course
 from autograder.grade import collector
-from autograder.grade.settings import DEFAULT_JOBS, start_kernel_template
+from autograder.grade.problems import CannotGrade
+from autograder.grade.settings import DEFAULT_JOBS, start_kernel_template, working_course_root
 from autograder.i18n import LANGUAGES
 
 
@@ -110,32 +111,45 @@ def build(args: argparse.Namespace) -> int:
     return 0
 
 
-def autograde(args: argparse.Namespace) -> int:
-    if not args.scheduler:
+def autograde(argv: list[str], root: Path | None) -> int:
+    """`hooklab [--root COURSE] autograde <nbgrader autograde's arguments>`: the course, the
+    options and the config files are nbgrader's (grade/app.py); without --root the course is
+    the one nbgrader finds from the working folder."""
+    if root is not None and not root.is_dir():
+        raise CannotGrade(f"no course folder at {root}")
+    guessed = root or working_course_root()
+    if not any(a == "--scheduler" or a.startswith("--scheduler=") for a in argv):
         # It imports torch on one core while this process imports the engine (which does not
         # need torch) on the other.
-        start_kernel_template(args.root)
-    results = _engine_autograde()(
-        args.root,
-        args.assignments or course.assignments(args.root),
-        students=args.student,
-        force=args.force,
-        db_url=args.db,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        summary_json=args.summary_json,
+        start_kernel_template(guessed)
+    engine = _engine_autograde()
+    from autograder.grade.app import parse
+    from autograder.grade.kernels.template_client import Zygote
+    from autograder.grade.settings import load_config, sandbox_settings
+
+    run = parse(argv, root).course()
+    Zygote.settle(sandbox_settings(load_config(guessed)), sandbox_settings(run.config))
+    results = engine(
+        run.root,
+        run.assignments,
+        students=run.students,
+        force=run.force,
+        jobs=run.jobs,
+        scheduler=run.scheduler,
+        summary_json=run.summary_json,
+        config=run.config,
     )
     if not results:  # as stock nbgrader: a run that matched no submission is an error
         print("hooklab: no submissions to grade", file=sys.stderr)
         return 1
     failed = sum(r.status == "failed" for r in results)
-    if not args.db:
-        show_results(args.root)
+    if not run.db_given and course.assignments(run.root):  # a Hooklab course: its tables too
+        show_results(run.root)
     return 1 if failed else 0
 
 
 def table(args: argparse.Namespace) -> int:
-    show_results(args.root)
+    show_results(args.root or working_course_root())
     return 0
 
 
@@ -144,24 +158,40 @@ def report(args: argparse.Namespace) -> int:
     from autograder import reports
     from autograder.i18n import speaking
 
-    orders = {a: exercise_order(a, args.root) for a in course.assignments(args.root)}
-    path = args.output or args.root / "reports" / "class.html"
+    root = args.root or working_course_root()
+    orders = {a: exercise_order(a, root) for a in course.assignments(root)}
+    path = args.output or root / "reports" / "class.html"
     with speaking(args.lang):
-        reports.write_class_report(course.gradebook_url(args.root), args.root, orders, path)
+        reports.write_class_report(course.gradebook_url(root), root, orders, path)
     print(f"Class report: {path}")
     return 0
 
 
-def _at_least_one(text: str) -> int:
-    number = int(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"needs at least 1, not {number}")
-    return number
+def _split_autograde(argv: list[str]) -> tuple[Path | None, list[str]] | None:
+    """(--root, the rest) when the verb is `autograde`, whose arguments are nbgrader's to parse
+    (grade/app.py); None for the other verbs."""
+    root, index = None, 0
+    while index < len(argv) and argv[index].startswith("--root"):
+        if argv[index] == "--root" and index + 1 < len(argv):
+            root, index = Path(argv[index + 1]), index + 2
+        elif argv[index].startswith("--root="):
+            root, index = Path(argv[index].split("=", 1)[1]), index + 1
+        else:
+            return None
+    if index < len(argv) and argv[index] == "autograde":
+        return root, argv[index + 1 :]
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="hooklab", description=__doc__)
-    parser.add_argument("--root", type=Path, default=course.ROOT, help="the course folder")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        help="the course folder (default: for demo and build this checkout, for the others the "
+        "course nbgrader finds from the working folder)",
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     demo_parser = verbs.add_parser(
         "demo", help="build, grade the bundled sample class, print the table"
@@ -179,28 +209,24 @@ def main(argv: list[str] | None = None) -> int:
     report_parser.add_argument(
         "--output", type=Path, help="where to write it (default: reports/class.html)"
     )
-    grade = verbs.add_parser(
-        "autograde", help="a faster drop-in for `nbgrader autograde` (warm kernels, in parallel)"
+    verbs.add_parser(
+        "autograde",
+        help="a faster drop-in for `nbgrader autograde`: its options and config, warm kernels, "
+        "in parallel (-j N workers, --scheduler ADDRESS, --summary-json FILE; "
+        "`hooklab autograde --help-all` lists them all)",
     )
-    grade.add_argument(
-        "assignments", nargs="*", help="the assignments, graded together (default: all of them)"
-    )
-    grade.add_argument("--student", default="*", help="only these students (a glob)")
-    grade.add_argument("--force", action="store_true", help="regrade submissions graded before")
-    grade.add_argument("--db", help="the gradebook's database URL (default: gradebook.db)")
-    grade.add_argument("-j", "--jobs", type=_at_least_one, default=DEFAULT_JOBS, help="workers")
-    grade.add_argument("--scheduler", help="a Dask scheduler address: execute on that cluster")
-    grade.add_argument(
-        "--summary-json",
-        type=Path,
-        help="also write the summary (counts, seconds, peak kernel RSS) to this file, as JSON",
-    )
-    args = parser.parse_args(argv)
     course.use_environment_bin()
-    handlers = {"demo": demo, "build": build, "table": table, "report": report}
-    handler = {**handlers, "autograde": autograde}[args.verb]
     try:
-        return handler(args)
+        grading = _split_autograde(argv)
+        if grading is not None:
+            return autograde(grading[1], grading[0])
+        args = parser.parse_args(argv)
+        if args.verb == "autograde":  # e.g. after --root=... given twice: say how it goes
+            parser.error("give --root once, before autograde")
+        if args.verb in ("demo", "build"):
+            args.root = args.root or course.ROOT
+        handlers = {"demo": demo, "build": build, "table": table, "report": report}
+        return handlers[args.verb](args)
     except RuntimeError as error:  # editions.TranslationError too: it lists what is stale
         print(f"hooklab: {error}", file=sys.stderr)
         return 1

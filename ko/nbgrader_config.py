@@ -15,5 +15,4 @@ if not english.is_file():  # load_subconfig passes over a missing file in silenc
     raise FileNotFoundError(english)
 load_subconfig(str(english))  # noqa: F821 - injected by traitlets, like get_config
 
-c.CourseDirectory.root = "."
 c.CourseDirectory.course_id = "hooklab-ko"

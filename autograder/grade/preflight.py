@@ -11,6 +11,7 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from traitlets.config import Config
 
 from autograder.grade.grader.batch import submitted_students
 from autograder.grade.problems import CannotGrade
@@ -20,7 +21,11 @@ __all__ = ["CannotGrade", "check"]
 
 
 def check(
-    root: Path, assignments: list[str], db_url: str | None = None, summary: Path | None = None
+    root: Path,
+    assignments: list[str],
+    db_url: str | None = None,
+    summary: Path | None = None,
+    config: Config | None = None,
 ) -> None:
     """Raise CannotGrade when the run could not grade anything sensible, or could not write its
     `summary` file at the end; else return."""
@@ -28,7 +33,7 @@ def check(
         raise CannotGrade(f"no course folder at {root}")
     if summary is not None and not summary.parent.is_dir():
         raise CannotGrade(f"cannot write the summary to {summary}: no folder {summary.parent}")
-    coursedir = CourseDirectory(config=load_config(root, db_url))
+    coursedir = CourseDirectory(config=load_config(root, db_url, config))
     url = coursedir.db_url
     try:
         with Gradebook(url, coursedir.course_id) as gradebook:

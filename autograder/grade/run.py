@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlalchemy.exc import SAWarning
+from traitlets.config import Config
 
 from autograder.grade import preflight
 from autograder.grade.grader.batch import Batch, SubmissionResult, run_batches
@@ -27,24 +28,44 @@ def autograde(
     scheduler: str | None = None,
     console: Console | None = None,
     summary_json: Path | None = None,
+    config: Config | None = None,
 ) -> list[SubmissionResult]:
     """Grade every submission of the assignments (one or several, with one set of workers),
     showing progress per assignment; returns one result per student and assignment. With
-    `summary_json`, the summary also goes to that file (summary_counts). Raises
+    `summary_json`, the summary also goes to that file (summary_counts). `config` is what
+    nbgrader's command line and config files gave (grade/app.py); without it, the course
+    folder's nbgrader_config.py is read. Raises
     preflight.CannotGrade, before grading, for a missing course, gradebook or assignment."""
     console = console or Console(stderr=True)
     # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
     warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
     names = [assignments] if isinstance(assignments, str) else list(assignments)
-    preflight.check(root, names, db_url, summary_json)  # bad input: a sentence, not a traceback
+    # Bad input: a sentence, not a traceback.
+    preflight.check(root, names, db_url, summary_json, config)
+    if config is not None and not config.Execute.get("enabled", True):
+        console.print(
+            "[yellow]--no-execute: no notebook is run, so no answer is checked: scores come "
+            "from the outputs as handed in (as with nbgrader autograde --no-execute).[/]"
+        )
     batches = []
     for name in names:
         batch = Batch(
-            root, name, students=students, force=force, db_url=db_url, scheduler=scheduler
+            root,
+            name,
+            students=students,
+            force=force,
+            db_url=db_url,
+            scheduler=scheduler,
+            config=config,
         )
+        for student in batch.without_notebook:
+            console.print(
+                f"[yellow]No notebooks were matched in submitted/{student}/{name}/: "
+                f"{student} is not graded.[/]"
+            )
         if batch.students:
             batches.append(batch)
-        else:
+        elif not batch.without_notebook:
             console.print(f"[yellow]No submissions of {name} match {students!r}.[/]")
     if not batches:
         _write_summary(summary_json, [], 0.0)

@@ -4,6 +4,7 @@ it imports torch itself, so that the two imports run on two cores at once."""
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -14,10 +15,14 @@ from traitlets.config.loader import PyFileConfigLoader
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
 
 
-def load_config(root: Path, db_url: str | None = None) -> Config:
-    """The course's nbgrader_config.py, with the root made absolute and the db URL applied."""
+def load_config(root: Path, db_url: str | None = None, parsed: Config | None = None) -> Config:
+    """The course's configuration, with the root made absolute and the db URL applied: what
+    nbgrader's command line and config files gave (`parsed`, grade/app.py), else the course
+    folder's nbgrader_config.py."""
     config = Config()
-    if (root / "nbgrader_config.py").exists():
+    if parsed is not None:
+        config.merge(copy.deepcopy(parsed))
+    elif (root / "nbgrader_config.py").exists():
         config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
     config.CourseDirectory.root = str(root.resolve())
     if db_url:
@@ -25,9 +30,27 @@ def load_config(root: Path, db_url: str | None = None) -> Config:
     return config
 
 
+def working_course_root() -> Path:
+    """The course folder as nbgrader finds it from the working folder: the root its
+    nbgrader_config.py names (`c.CourseDirectory.root`), else the working folder itself."""
+    cwd = Path.cwd()
+    root = ""
+    if (cwd / "nbgrader_config.py").exists():
+        try:
+            file = PyFileConfigLoader("nbgrader_config.py", path=str(cwd)).load_config()
+            root = file.CourseDirectory.get("root", "")
+        except Exception:  # a broken file is for nbgrader (the app) to report, in its own words
+            root = ""
+    return (cwd / root).resolve() if root else cwd
+
+
 def start_kernel_template(root: Path) -> None:
     """Start this machine's kernel template (zygote.py) with the course's sandbox settings, if
     it is not running yet, without waiting for it; the batches then use it."""
     from autograder.grade.kernels.template_client import Zygote
 
-    Zygote.start_soon(load_config(root).WarmKernelManager.get("sandbox"))
+    Zygote.start_soon(sandbox_settings(load_config(root)))
+
+
+def sandbox_settings(config: Config) -> dict | None:
+    return config.WarmKernelManager.get("sandbox")

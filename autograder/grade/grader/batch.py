@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import queue
+import secrets
 import signal
 import threading
 import time
@@ -24,6 +25,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
+from autograder.course import COURSE_ORDER
 from autograder.grade import collector
 from autograder.grade.grader.converter import EngineAutograde
 from autograder.grade.grader.inspect_submission import (
@@ -221,18 +223,32 @@ class Batch:
         db_url: str | None = None,
         dispatch: Dispatch | None = None,
         scheduler: str | None = None,
+        config: Config | None = None,
     ) -> None:
-        self.config = load_config(root, db_url)
+        self.config = load_config(root, db_url, config)
         self.coursedir = CourseDirectory(config=self.config)
         self.coursedir.assignment_id = assignment
         self.assignment, self.force = assignment, force
-        self.students = submitted_students(self.coursedir, assignment, students)
+        found = submitted_students(self.coursedir, assignment, students)
+        submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
+        # As nbgrader, which lists no notebook there and so grades nothing: a warning, no row.
+        pattern = f"{self.coursedir.notebook_id}.ipynb"  # nbgrader's --notebook, "*" by default
+        self.without_notebook = [
+            s for s in found if not any((submitted / s / assignment).glob(pattern))
+        ]
+        self.students = [s for s in found if s not in self.without_notebook]
         self.dispatch, self.scheduler = dispatch, scheduler
         self.gradebook_lock = threading.Lock()
         self.plain_config = plain_config(self.config)
         self.snapshot: GradebookSnapshot | None = None
         self.preload: list[str] = []
-        self.secret = course_secret(root, self.config.Verify.get("secret", ""))
+        # Only a course of Hooklab's exercises gets a secret file; another course's notebooks
+        # have no seeded checks, and its folder is left as nbgrader would leave it.
+        configured = self.config.Verify.get("secret", "")
+        if assignment in COURSE_ORDER:
+            self.secret = course_secret(root, configured)
+        else:
+            self.secret = configured or secrets.token_hex(32)
 
     def prepare(self) -> None:
         """Read the assignment's gradebook snapshot (once) and what its notebooks import."""
@@ -260,6 +276,9 @@ class Batch:
             converter.force = self.force
             source = Path(converter._format_source(self.assignment, student))
             staged = Staged(student, converter, source)
+            # nbgrader's init_destination reads them: with --notebook, whether any is new.
+            notebooks = source.glob(f"{self.coursedir.notebook_id}.ipynb")
+            converter.prepare(sorted(str(p) for p in notebooks))
             with self.gradebook_lock:
                 if not converter.init_destination(self.assignment, student):
                     return SubmissionResult(student, self.assignment, "skipped", 0.0)
@@ -268,7 +287,6 @@ class Batch:
                 unsafe = unsafe_entries(submitted, student, self.assignment)
                 if unsafe:
                     raise UnsafeSubmission(unsafe)
-                converter.prepare(sorted(str(p) for p in source.glob("*.ipynb")))
                 converter.start_staging(self.assignment, student)
                 converter.init_assignment(self.assignment, student)
         except Exception as error:  # one submission never stops the batch
@@ -361,7 +379,10 @@ class Batch:
                 f"grader fault, not the student's: {error}; nothing was graded (grade it "
                 "again; if it keeps failing, report it)"
             ]
-        return _problems(source, self.assignment) or [_describe(error)]
+        problems = _problems(source, self.assignment)
+        if self.assignment not in COURSE_ORDER:  # another course's: nbgrader's error first
+            return [_describe(error), *problems]
+        return problems or [_describe(error)]
 
     def _execution_notes(self, result: NotebookResult) -> list[str]:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""

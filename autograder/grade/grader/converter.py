@@ -51,9 +51,15 @@ class EngineAutograde(Autograde):
         return student_id not in excluded
 
     def start_staging(self, assignment: str, student: str) -> None:
-        """From now on write to a fresh staging folder (left over from a killed run or not)."""
+        """From now on write to a fresh staging folder (left over from a killed run or not).
+        Grading some notebooks (--notebook) starts it from a copy of the autograded folder, so
+        the notebooks graded before stay, as nbgrader leaves them in place."""
+        final = self.destination(assignment, student)
         self.staging = True
-        shutil.rmtree(self._format_dest(assignment, student), ignore_errors=True)
+        staged = Path(self._format_dest(assignment, student))
+        shutil.rmtree(staged, ignore_errors=True)
+        if self.coursedir.notebook_id != "*" and final.is_dir():
+            shutil.copytree(final, staged, symlinks=True)
 
     def finish_staging(self, assignment: str, student: str) -> None:
         """Put the completed folder in place: one rename, so it is there whole or not at all."""
@@ -74,7 +80,14 @@ class EngineAutograde(Autograde):
         shutil.rmtree(previous, ignore_errors=True)
 
     def discard(self, assignment: str, student: str) -> None:
-        """Remove what grading a failed submission left, as nbgrader does."""
+        """Remove what grading a failed submission left, as nbgrader does: its autograded
+        folder, or with --notebook only this run's notebooks in it."""
+        if self.coursedir.notebook_id != "*":
+            self.finish_staging(assignment, student)
+            final = self.destination(assignment, student)
+            for notebook in self.notebooks:
+                (final / Path(notebook).name).unlink(missing_ok=True)
+            return
         for staging in (True, False):
             self.staging = staging
             shutil.rmtree(self._format_dest(assignment, student), ignore_errors=True)

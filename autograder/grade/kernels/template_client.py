@@ -156,6 +156,14 @@ class Zygote:
         return cls._current
 
     @classmethod
+    def settle(cls, started_with: dict | None, wanted: dict | None) -> None:
+        """Stop the zygote this process started early with the sandbox settings it guessed,
+        when the run's own settings turn out to differ: the batches then start the right one."""
+        if cls._current is not None and cls._current.dir and started_with != wanted:
+            cls._current.stop()
+            cls._current = None
+
+    @classmethod
     def start_soon(cls, sandbox: dict | None = None) -> None:
         """Start this process's zygote, if it has none, without waiting for it to listen: the
         caller gets on with its own imports meanwhile; `current()` waits."""

@@ -72,9 +72,12 @@ class SnapshotOverwriteKernelspec(OverwriteKernelspec):
 
     def preprocess(self, nb, resources):
         ids = resources["nbgrader"]
-        kernelspec = self.snapshot.find_notebook(ids["notebook"], ids["assignment"]).kernelspec
+        stored = self.snapshot.find_notebook(ids["notebook"], ids["assignment"]).kernelspec
+        # As nbgrader: a notebook released without kernelspec is stored as "{}", which is no
+        # kernelspec to overwrite with (the parsed dict is tested, not the text).
+        kernelspec = json.loads(stored) if stored is not None else None
         if kernelspec:
-            nb.metadata["kernelspec"] = json.loads(kernelspec)
+            nb.metadata["kernelspec"] = kernelspec
         return nb, resources
 
 
@@ -169,6 +172,8 @@ def grade_notebook(job: NotebookJob) -> NotebookResult:
 
     result = NotebookResult(output="")
     for cls in steps.autograde_preprocessors:
+        if cls is Execute and not config.Execute.get("enabled", True):
+            continue  # nbgrader's --no-execute: scored from the outputs as handed in
         if cls is Execute:
             Zygote.current().preload(job.preload)
             start = time.perf_counter()

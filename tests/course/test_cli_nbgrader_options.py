@@ -1,0 +1,116 @@
+"""`hooklab autograde` takes nbgrader's command line and finds the course as nbgrader does: the
+working folder (or the root its nbgrader_config.py names), nbgrader's options and
+`--Class.trait=value`, and a clear refusal for what it cannot do yet."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+from golden import expected_scores, make_course, submit_cases
+
+from autograder import gradebook
+from autograder.cli import main
+
+pytestmark = pytest.mark.nbgrader
+
+
+@pytest.fixture(scope="module")
+def course_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    make_course(root, ["forward_hooks"])
+    submit_cases(root, "forward_hooks", ["all_correct", "blank"])
+    return root
+
+
+def _totals(root) -> dict[str, float]:
+    url = f"sqlite:///{root / 'gradebook.db'}"
+    return {
+        student: sum(cell.score for cell in cells)
+        for student, cells in gradebook.scores(url, "forward_hooks").items()
+    }
+
+
+def test_the_course_is_the_working_folder_and_nbgraders_options_apply(
+    course_folder, monkeypatch, capsys
+):
+    monkeypatch.chdir(course_folder)
+    (course_folder / "submitted" / "empty" / "forward_hooks").mkdir(parents=True)
+    # nbgrader's own trait option: blank is excluded, only all_correct is graded; a folder
+    # without a notebook is passed over with a warning, as nbgrader does (no row, exit 0).
+    assert main(["autograde", "forward_hooks", "--CourseDirectory.student_id_exclude=blank"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "graded 1, failed 0" in err
+    assert "No notebooks were matched in submitted/empty/forward_hooks/" in err
+    assert sorted(p.name for p in (course_folder / "autograded").iterdir()) == ["all_correct"]
+    assert _totals(course_folder)["all_correct"] == sum(
+        expected_scores("forward_hooks", "all_correct").values()
+    )
+    # nbgrader's -f regrades; --student takes a glob as nbgrader's does.
+    assert main(["autograde", "forward_hooks", "-f", "--student", "bl*", "-j", "2"]) == 0
+    assert "graded 1, failed 0" in capsys.readouterr().err
+    with (course_folder / "grades.csv").open(encoding="utf-8") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    assert float(rows["blank"]["total"]) == sum(expected_scores("forward_hooks", "blank").values())
+
+
+def test_a_working_folders_config_names_the_course_root(course_folder, tmp_path, monkeypatch):
+    """nbgrader's way of grading a course from elsewhere: c.CourseDirectory.root in the working
+    folder's nbgrader_config.py. The course's own config is read too (as nbgrader does)."""
+    (tmp_path / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course_folder)!r}\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    db = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    (tmp_path / "elsewhere.db").write_bytes((course_folder / "gradebook.db").read_bytes())
+    assert (
+        main(["autograde", "forward_hooks", "--force", "--db", db, "--student", "all_correct"]) == 0
+    )
+    assert (course_folder / "autograded" / "all_correct" / "forward_hooks").is_dir()
+    assert not (tmp_path / "autograded").exists() and not (tmp_path / "grades.csv").exists()
+    scores = gradebook.scores(db, "forward_hooks")["all_correct"]
+    assert sum(c.score for c in scores) == sum(
+        expected_scores("forward_hooks", "all_correct").values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["forward_hooks", "--assignment", "forward_hooks"], "cannot both be specified"),
+    ],
+)
+def test_what_nbgrader_refuses_is_refused_in_one_sentence(
+    arguments, expected, course_folder, monkeypatch, capsys
+):
+    monkeypatch.chdir(course_folder)
+    before = (course_folder / "gradebook.db").read_bytes()
+    assert main(["autograde", *arguments]) == 1
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert (course_folder / "gradebook.db").read_bytes() == before
+
+
+def test_help_all_is_nbgraders_with_the_engines_options(capsys):
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    AutogradeApp().print_help(classes=True)
+    stock = set(re.findall(r"^--[\w.-]+", capsys.readouterr().out, re.M))
+    with pytest.raises(SystemExit) as ended:
+        main(["autograde", "--help-all"])
+    assert ended.value.code == 0
+    ours = set(re.findall(r"^--[\w.-]+", capsys.readouterr().out, re.M))
+    assert len(stock) > 20 and stock <= ours
+    assert {"--jobs", "--scheduler", "--summary-json", "--HooklabAutogradeApp.jobs"} <= ours
+
+
+def test_only_a_course_of_hooklabs_assignments_gets_a_secret_file(tmp_path):
+    """Another course's folder is left as nbgrader leaves it: no .hooklab-secret in it."""
+    from autograder.grade.grader.batch import Batch
+    from autograder.grade.worker.verify import SECRET_FILE
+
+    other = Batch(tmp_path, "ps1")
+    assert not (tmp_path / SECRET_FILE).exists() and len(other.secret) == 64
+    ours = Batch(tmp_path, "forward_hooks")
+    assert (tmp_path / SECRET_FILE).read_text().strip() == ours.secret
