@@ -86,14 +86,15 @@ def _engine_autograde():
 
 
 def show_results(root: Path) -> None:
-    """Print the score tables of the course's gradebook; write grades.csv and the class report."""
+    """Print the score tables of the course's gradebook; write reports/grades.csv, flags.csv and
+    the class report (in reports/: `nbgrader export` writes its own grades.csv in the root)."""
     from autograder import reports  # matplotlib and nbgrader: not before grading needs them
 
     orders = {a: exercise_order(a, root) for a in course.assignments(root)}
     db = course.gradebook_url(root)
     reports.print_tables(db, orders)
-    csv_path = reports.write_grades_csv(db, orders, root / "grades.csv")
-    flags_path = reports.write_flags_csv(root, list(orders), root / "flags.csv")
+    csv_path = reports.write_grades_csv(db, orders, root / "reports" / "grades.csv")
+    flags_path = reports.write_flags_csv(root, list(orders), root / "reports" / "flags.csv")
     html_path = reports.write_class_report(db, root, orders, root / "reports" / "class.html")
     print(f"Grades: {csv_path}\nFlags: {flags_path}\nClass report: {html_path}")
 
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "build", help="regenerate notebooks/ from solutions/, and each translated edition (ko/)"
     )
     build_parser.add_argument("assignments", nargs="*")
-    verbs.add_parser("table", help="print the score table; write grades.csv and the report")
+    verbs.add_parser("table", help="print the score table; write reports/grades.csv and the report")
     report_parser = verbs.add_parser("report", help="write the class report, in a language")
     report_parser.add_argument("--lang", choices=LANGUAGES, default="en", help="its language")
     report_parser.add_argument(
@@ -230,6 +231,16 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:  # editions.TranslationError too: it lists what is stale
         print(f"hooklab: {error}", file=sys.stderr)
         return 1
+    except PermissionError as error:  # a read-only course folder, most often
+        print(f"hooklab: cannot write {error.filename}: {error.strerror}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "hooklab: interrupted; the submissions graded so far are saved; run it again "
+            "for the rest",
+            file=sys.stderr,
+        )
+        return 130
 
 
 def exit_without_teardown(code: int) -> NoReturn:

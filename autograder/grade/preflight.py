@@ -1,10 +1,15 @@
 """What a grading run checks before it grades anything: that the course folder exists, that the
 gradebook opens, that every assignment named is one the gradebook or the submissions know, and
-that the summary file asked for can be written.
+that the summary file asked for can be written; and, while it grades, that no other run grades
+the same course (`course_lock`).
 Each problem is one sentence (CannotGrade), which the command prints instead of a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from nbgrader.api import Gradebook
@@ -17,7 +22,7 @@ from autograder.grade.grader.batch import submitted_students
 from autograder.grade.problems import CannotGrade
 from autograder.grade.settings import load_config
 
-__all__ = ["CannotGrade", "check"]
+__all__ = ["CannotGrade", "check", "course_lock"]
 
 
 def check(
@@ -53,6 +58,25 @@ def check(
             f"submissions of it in {Path(coursedir.root) / coursedir.submitted_directory}; "
             f"the gradebook's assignments: {has}"
         )
+
+
+@contextlib.contextmanager
+def course_lock(root: Path) -> Iterator[None]:
+    """Hold the course for one grading run: a second run on the same course (its gradebook
+    rows, its autograded/ folders) is refused in one sentence instead of racing this one. The
+    lock is on the course folder itself (flock), so no file is added to the course, and it
+    ends with the process that holds it, however that ends."""
+    descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CannotGrade(
+                f"another hooklab autograde is grading {root} now; run this one when it is done"
+            ) from None
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _shown(url: str) -> str:

@@ -1,5 +1,5 @@
 """`hooklab autograde`: the instructor's view of a batch — progress with ETA, a summary line, and
-the grades table, grades.csv and class report afterwards."""
+the grades table, reports/grades.csv and class report afterwards."""
 
 from __future__ import annotations
 
@@ -34,14 +34,32 @@ def autograde(
     showing progress per assignment; returns one result per student and assignment. With
     `summary_json`, the summary also goes to that file (summary_counts). `config` is what
     nbgrader's command line and config files gave (grade/app.py); without it, the course
-    folder's nbgrader_config.py is read. Raises
-    preflight.CannotGrade, before grading, for a missing course, gradebook or assignment."""
+    folder's nbgrader_config.py is read. Raises preflight.CannotGrade, before grading, for a
+    missing course, gradebook or assignment, or a course another run is grading."""
     console = console or Console(stderr=True)
     # nbgrader's gradebook code makes SQLAlchemy warn about its session use; nothing to act on.
     warnings.filterwarnings("ignore", message="Object of type", category=SAWarning)
     names = [assignments] if isinstance(assignments, str) else list(assignments)
     # Bad input: a sentence, not a traceback.
     preflight.check(root, names, db_url, summary_json, config)
+    with preflight.course_lock(root):
+        return _grade(
+            root, names, students, force, db_url, jobs, scheduler, console, summary_json, config
+        )
+
+
+def _grade(
+    root: Path,
+    names: list[str],
+    students: str,
+    force: bool,
+    db_url: str | None,
+    jobs: int,
+    scheduler: str | None,
+    console: Console,
+    summary_json: Path | None,
+    config: Config | None,
+) -> list[SubmissionResult]:
     if config is not None and not config.Execute.get("enabled", True):
         console.print(
             "[yellow]--no-execute: no notebook is run, so no answer is checked: scores come "

@@ -83,7 +83,9 @@ class HintPanel:
         )
         self.shown = widgets.HTML(value=hints.shown_html())
         self.button.on_click(lambda _button: self.reveal_next())
-        title = widgets.HTML(value=f"<b>Hints for <code>{html.escape(hints.grade_id)}</code></b>")
+        code = f"<code>{html.escape(hints.grade_id)}</code>"
+        heading = _("Hints for {grade_id}").format(grade_id=code)
+        title = widgets.HTML(value=f"<b>{heading}</b>")
         self.widget = widgets.VBox([title, self.shown, self.button])
         self.widget.add_class("hooklab-hints")
 

@@ -26,7 +26,7 @@ def test_autograde_command_grades_and_writes_grades_csv_and_report(tmp_path, cap
     summary = json.loads(summary_path.read_text())
     assert (summary["graded"], summary["failed"], summary["skipped"]) == (2, 0, 0)
     assert f"peak kernel RSS {summary['peak_kernel_rss_mb']:.0f} MB" in err
-    with (tmp_path / "grades.csv").open(encoding="utf-8") as handle:
+    with (tmp_path / "reports" / "grades.csv").open(encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     for case in ("all_correct", "blank"):
         assert float(rows[case]["total"]) == sum(expected_scores("forward_hooks", case).values())

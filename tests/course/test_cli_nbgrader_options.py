@@ -50,7 +50,7 @@ def test_the_course_is_the_working_folder_and_nbgraders_options_apply(
     # nbgrader's -f regrades; --student takes a glob as nbgrader's does.
     assert main(["autograde", "forward_hooks", "-f", "--student", "bl*", "-j", "2"]) == 0
     assert "graded 1, failed 0" in capsys.readouterr().err
-    with (course_folder / "grades.csv").open(encoding="utf-8") as handle:
+    with (course_folder / "reports" / "grades.csv").open(encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert float(rows["blank"]["total"]) == sum(expected_scores("forward_hooks", "blank").values())
 
@@ -68,7 +68,7 @@ def test_a_working_folders_config_names_the_course_root(course_folder, tmp_path,
         main(["autograde", "forward_hooks", "--force", "--db", db, "--student", "all_correct"]) == 0
     )
     assert (course_folder / "autograded" / "all_correct" / "forward_hooks").is_dir()
-    assert not (tmp_path / "autograded").exists() and not (tmp_path / "grades.csv").exists()
+    assert not (tmp_path / "autograded").exists() and not (tmp_path / "reports").exists()
     scores = gradebook.scores(db, "forward_hooks")["all_correct"]
     assert sum(c.score for c in scores) == sum(
         expected_scores("forward_hooks", "all_correct").values()
@@ -114,3 +114,40 @@ def test_only_a_course_of_hooklabs_assignments_gets_a_secret_file(tmp_path):
     assert not (tmp_path / SECRET_FILE).exists() and len(other.secret) == 64
     ours = Batch(tmp_path, "forward_hooks")
     assert (tmp_path / SECRET_FILE).read_text().strip() == ours.secret
+
+
+def test_a_second_run_on_a_course_being_graded_is_refused(course_folder, monkeypatch, capsys):
+    from autograder.grade.preflight import course_lock
+
+    monkeypatch.chdir(course_folder)
+    before = (course_folder / "gradebook.db").read_bytes()
+    with course_lock(course_folder):  # the run that is grading it
+        assert main(["autograde", "forward_hooks", "--force"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"another hooklab autograde is grading {course_folder} now" in err
+    assert (course_folder / "gradebook.db").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected", "status"),
+    [
+        (KeyboardInterrupt(), "hooklab: interrupted; the submissions graded so far are saved", 130),
+        (
+            PermissionError(13, "Permission denied", "/c/autograded"),
+            "cannot write /c/autograded",
+            1,
+        ),
+    ],
+)
+def test_ctrl_c_and_a_read_only_folder_end_in_one_line(
+    raised, expected, status, monkeypatch, capsys
+):
+    from autograder import cli
+
+    def grading(argv, root):
+        raise raised
+
+    monkeypatch.setattr(cli, "autograde", grading)
+    assert main(["autograde", "forward_hooks"]) == status
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

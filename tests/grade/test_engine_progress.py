@@ -17,6 +17,7 @@ class SlowBatch:
 
     def __init__(self, root, assignment, **kwargs):
         self.assignment, self.students = assignment, STUDENTS
+        self.without_notebook = []
 
 
 def slow_results(batches, jobs):

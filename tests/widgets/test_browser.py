@@ -60,6 +60,9 @@ def lab(tmp_path_factory):
         [ASSIGNMENT, EXPLORER_ASSIGNMENT],
         config=f"c.Exchange.root = {str(exchange)!r}",
     )
+    # The Korean edition's student notebook, as a Korean class gets it (the committed build).
+    korean = Path("ko") / "notebooks" / ASSIGNMENT
+    shutil.copytree(course.ROOT / korean, root / korean)
     with running_lab(root, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
 
@@ -99,10 +102,10 @@ def cell_at(page, index: int):
     return page.locator(f".jp-Notebook-cell[data-windowed-list-index='{index}']")
 
 
-def open_notebook(browser, lab, assignment: str = ASSIGNMENT):
+def open_notebook(browser, lab, assignment: str = ASSIGNMENT, release: str = "notebooks"):
     page = browser.new_page()
     # `reset`: a fresh layout, not the tabs an earlier page left open (Run All must not go there).
-    page.goto(lab.page(f"lab/tree/notebooks/{assignment}/{assignment}.ipynb", "reset"))
+    page.goto(lab.page(f"lab/tree/{release}/{assignment}/{assignment}.ipynb", "reset"))
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
     # The kernel is up when the status bar names it and calls it idle.
@@ -213,6 +216,51 @@ def test_student_answers_an_exercise_and_sees_it_pass_with_widgets(browser, lab,
     page.locator(".jp-NotebookPanel").screenshot(path=shots / "exercise_passes.png")
     progress.screenshot(path=shots / "progress_panel.png")
     print(f"\nscreenshots: {shots}  ({time.monotonic() - start:.0f} s in the notebook)")
+    page.close()
+
+
+def test_a_korean_student_sees_the_diagnostic_and_the_hint_in_korean(browser, lab, shots):
+    """The Korean edition (same cells, same ids): Run All, a wrong answer, its check and its
+    first hint, all in Korean; API words (tuple's code) stay as written."""
+    from autograder.i18n import speaking, translator
+
+    ko = translator("ko")
+    page = open_notebook(browser, lab, release="ko/notebooks")
+    run_menu(page, "Run All Cells")
+    check_output = cell(page, f"{EXERCISE}_test").locator(".jp-OutputArea").first
+    not_done = ko("… {grade_id} is not done yet").format(grade_id=EXERCISE)
+    assert "not done yet" not in not_done  # the catalog has it
+    expect(check_output).to_contain_text(not_done.replace("`", ""))
+
+    fresh = "add = Add()\nanswer = []\n"
+    wrong = notebooks.parse_answers(answers(ASSIGNMENT, "tuple_appended"))[EXERCISE]
+    type_over(page, EXERCISE, fresh + wrong)
+    run_cells(page, EXERCISE, f"{EXERCISE}_test")
+    # The diagnosis of a tuple appended whole (kit/compare.py), its placeholders filled in.
+    english = (
+        "`{what}[{index}]` is a {kind} of {count} ({value}): the whole {kind} went in as one "
+        "entry. Hooks receive inputs and gradients as tuples; `{what}` needs the tensors inside "
+        "it, one entry each."
+    )
+    expect(check_output).to_contain_text(f"✗ {EXERCISE}")
+    for piece in re.split(r"\{\w+\}", ko(english).replace("`", "")):
+        if len(piece.strip()) > 4:
+            expect(check_output).to_contain_text(piece.strip())
+    expect(check_output).not_to_contain_text("Hooks receive inputs and gradients as tuples")
+
+    hints = cell(page, f"{EXERCISE}_hints").locator(".hooklab-hints")
+    expect(hints).to_contain_text(ko("Hints for {grade_id}").format(grade_id=EXERCISE))
+    button = hints.locator(".widget-button")
+    expect(button).to_have_text(ko("Show hint {number} of {total}").format(number=1, total=3))
+    button.click()
+    with speaking("ko"):
+        first_hint = exercise_hints(EXERCISE)[0].replace("`", "")
+    expect(hints.locator("li").first).to_have_text(first_hint)
+    assert re.search("[가-힣]", first_hint)
+
+    cell(page, f"{EXERCISE}_hints").scroll_into_view_if_needed()
+    page.locator(".jp-NotebookPanel").screenshot(path=shots / "korean_exercise_fails.png")
+    print(f"\nscreenshot: {shots / 'korean_exercise_fails.png'}")
     page.close()
 
 
