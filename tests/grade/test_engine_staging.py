@@ -2,6 +2,7 @@
 does staging run ahead, are submissions still graded in order and each once, and does a fault
 there reach the caller?"""
 
+import contextlib
 import threading
 import time
 
@@ -78,3 +79,46 @@ def test_a_fault_while_staging_reaches_the_caller_instead_of_hanging(root, monke
     taker.start()
     taker.join(timeout=60)
     assert raised == ["staging broke"]
+
+
+def test_a_stopped_run_grades_no_more_and_leaves_no_row_for_what_it_did_not_grade(root, tmp_path):
+    """Ctrl-C (the caller stops taking results): the notebooks already in a worker finish and
+    keep their grades; the staged ones that no worker took are not graded, and the submissions
+    the gradebook did not have before are removed again, not left as rows of zeros."""
+    import shutil
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    shutil.copy(root / "gradebook.db", tmp_path / "gradebook.db")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:  # as before this run: none of them submitted yet
+        for assignment in ASSIGNMENTS:
+            for case in CASES:
+                with contextlib.suppress(MissingEntry):
+                    gradebook.remove_submission(assignment, case)
+    release, dispatched = threading.Event(), []
+
+    def dispatch(job):
+        ids = job.resources["nbgrader"]
+        dispatched.append((ids["assignment"], ids["student"]))
+        if len(dispatched) > 1:
+            release.wait(30)  # in a worker when the run is stopped
+        return NotebookResult(output=job.text)
+
+    batches = [Batch(root, a, force=True, db_url=url, dispatch=dispatch) for a in ASSIGNMENTS]
+    results = run_batches(batches, jobs=1)
+    first = next(results)
+    deadline = time.monotonic() + 30
+    while len(dispatched) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threading.Timer(0.5, release.set).start()
+    results.close()  # what a KeyboardInterrupt in the caller's loop does to the generator
+    assert first.status == "graded" and 2 <= len(dispatched) < TOTAL
+    with Gradebook(url) as gradebook:
+        rows = {
+            (assignment, case)
+            for assignment in ASSIGNMENTS
+            for case in CASES
+            if any(s.student_id == case for s in gradebook.find_assignment(assignment).submissions)
+        }
+    assert rows == set(dispatched)

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import queue
 import secrets
+import shutil
 import signal
 import threading
 import time
@@ -21,7 +22,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
@@ -171,6 +172,7 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
     instead of later, between kernels."""
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     stopping = threading.Event()
+    grading: dict[Future, tuple[Batch, Staged]] = {}
 
     def stage_in_order() -> None:
         for batch in batches:
@@ -183,7 +185,9 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
                     done.set_result(staged)
                     finished.put(done)
                 else:
-                    threads.submit(batch.finish, staged).add_done_callback(finished.put)
+                    future = threads.submit(batch.finish, staged)
+                    grading[future] = (batch, staged)
+                    future.add_done_callback(finished.put)
 
     def report_crash(stager: Future) -> None:
         if stager.exception() is not None:  # a bug: raised where the caller takes results
@@ -192,11 +196,29 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
     total = sum(len(batch.students) for batch in batches)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hooklab-staging") as staging:
         staging.submit(stage_in_order).add_done_callback(report_crash)
+        complete = False
         try:
             for _ in range(total):
                 yield finished.get().result()
+            complete = True
         finally:
             stopping.set()
+            if not complete:  # Ctrl-C, or the caller stopped: grade no more than is running
+                staging.shutdown(wait=True)  # the submission being staged is the last
+                # At once, so that no thread that frees up takes another one meanwhile.
+                threads.shutdown(wait=False, cancel_futures=True)
+                for future, (batch, staged) in list(grading.items()):
+                    if future.cancelled():
+                        batch.unstage(staged)
+
+
+def _has_submission(db_url: str, assignment: str, student: str) -> bool:
+    with Gradebook(db_url) as gradebook:
+        try:
+            gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            return False
+    return True
 
 
 class UnsafeSubmission(Exception):
@@ -211,6 +233,7 @@ class Staged:
     converter: EngineAutograde
     source: Path  # submitted/<student>/<assignment>
     seconds: float = 0.0  # spent staging it
+    new: bool = False  # the gradebook had no submission of it before it was staged
 
 
 class Batch:
@@ -291,6 +314,7 @@ class Batch:
                 if unsafe:
                     raise UnsafeSubmission(unsafe)
                 converter.start_staging(self.assignment, student)
+                staged.new = not _has_submission(self.coursedir.db_url, self.assignment, student)
                 converter.init_assignment(self.assignment, student)
         except Exception as error:  # one submission never stops the batch
             seconds = time.perf_counter() - start
@@ -302,6 +326,24 @@ class Batch:
             return self._failed(staged, error, seconds)
         staged.seconds = time.perf_counter() - start
         return staged
+
+    def unstage(self, staged: Staged) -> None:
+        """Undo the staging of a submission that will not be graded in this run (the run was
+        stopped first): its staging folder goes, and a submission the gradebook did not have
+        before goes from it again, so no row of zeros stands for work nobody graded. A regraded
+        one keeps its earlier grades, and any earlier autograded folder stays."""
+        staged.converter.staging = True  # its staging folder goes; an earlier folder stays
+        shutil.rmtree(staged.converter.destination(self.assignment, staged.student), True)
+        staged.converter.staging = False
+        if not staged.new:
+            return
+        # Failing here leaves a row too many, no more: the next run grades it.
+        with (
+            contextlib.suppress(Exception),
+            self.gradebook_lock,
+            Gradebook(self.coursedir.db_url) as gradebook,
+        ):
+            gradebook.remove_submission(self.assignment, staged.student)
 
     def finish(self, staged: Staged) -> SubmissionResult:
         """Grade a staged submission's notebooks and record them, then put its autograded

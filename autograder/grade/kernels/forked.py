@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from autograder.grade import speedups
-from autograder.grade.sandbox import isolation
+from autograder.grade.sandbox import isolation, working_folder
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.speedups import kernel_command_line, listed_modules
 
@@ -24,6 +24,8 @@ def _become_kernel(request: dict) -> None:
     resource limits the request gives."""
     os.setsid()  # its own process group, so signals to the kernel reach its children too
     Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
+    if request.get("shipped"):  # sandboxed: the files nbgrader would run the notebook beside
+        working_folder.unpack(request["shipped"], request["cwd"])
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -22,6 +22,7 @@ from traitlets import Dict, DottedObjectName, Type, Unicode
 
 from autograder.grade.kernels.client import quick_reconnect
 from autograder.grade.kernels.template_client import Zygote
+from autograder.grade.sandbox import working_folder
 from autograder.grade.sandbox.bwrap import kernel_environment
 from autograder.grade.sandbox.limits import Limits
 
@@ -79,9 +80,12 @@ class WarmProvisioner(LocalProvisioner):
         zygote = Zygote.current(self.parent.sandbox)
         env = {**(kwargs.get("env") or os.environ), **self.parent.extra_env}
         cwd = str(kwargs.get("cwd") or os.getcwd())
+        shipped = ""
         if zygote.info.get("sandboxed"):
-            env, cwd = kernel_environment(env, self.parent.extra_env), "/tmp"
             uid = zygote.info.get("kernel_uid")
+            # The files nbgrader would run the notebook beside, copied into its private /tmp.
+            shipped = working_folder.ship(cwd, self.parent.kernel_dir, uid)
+            env, cwd = kernel_environment(env, self.parent.extra_env), "/tmp"
             if uid is not None:  # the kernel, another user, reads it and binds sockets there
                 os.chown(self.parent.kernel_dir, uid, uid)
                 os.chown(self.parent.connection_file, uid, uid)
@@ -95,6 +99,7 @@ class WarmProvisioner(LocalProvisioner):
             cwd=cwd,
             limits=limits,
             kernel_dir=self.parent.kernel_dir,
+            shipped=shipped,
         )
         if "error" in reply:
             raise RuntimeError(f"the kernel could not start: {reply['error']}")

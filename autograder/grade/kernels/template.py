@@ -3,10 +3,11 @@ fresh, real ipykernel for every request, so no kernel pays for `import torch` ag
 
 Protocol: one JSON line per connection on a Unix socket.
   {"op": "fork", "cmd": [...], "env": {...}, "cwd": "...", "limits": {...},
-   "kernel_dir": "..."} -> {"pid": N} or {"error": "..."}
+   "kernel_dir": "...", "shipped": "..."} -> {"pid": N} or {"error": "..."}
   ("limits" is a Limits as a dict, see limits.py; missing means the defaults. "kernel_dir" holds
   the kernel's connection file and ipc sockets; when sandboxed, it is all the kernel sees of the
-  run folder.)
+  run folder. "shipped", optional: a folder in it whose files the kernel copies into its cwd,
+  sandbox/working_folder.py.)
   {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null,
                                  "cpu_s": float|null, "reason": "why the zygote killed it"}
   {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)

@@ -133,7 +133,12 @@ class Zygote:
             sandbox = [*sandbox, "--"]
         command = [*sandbox, sys.executable, "-m", "autograder.grade.kernels.template", self.path]
         command.append(json.dumps(config))
-        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        # A session of its own: Ctrl-C at the terminal is the grading process's to handle (it
+        # lets the notebooks in flight finish, then stops the template); killed with the
+        # terminal's process group, their kernels would die and each wait for its time-out.
+        self.process = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         # While the template imports torch: it looks for the file only once that is done.
         if speedups.wanted("kept-traceback-sources"):
             traceback_cache.bring_in(os.path.dirname(self.path))

@@ -456,3 +456,27 @@ def test_a_template_that_cannot_isolate_kernels_is_replaced_and_says_why(monkeyp
     reason = re.search(r"NOT SANDBOXED \((.+?)\): kernels run", warning).group(1)
     with pytest.raises(RuntimeError, match=re.escape(f"required but cannot run: {reason}")):
         Zygote(sandbox={"mode": "bwrap"})
+
+
+def test_a_sandboxed_kernel_reads_the_files_handed_in_beside_the_notebook(tmp_path):
+    """nbgrader runs the kernel in the autograded folder, beside the files handed in with the
+    notebook; the sandboxed kernel gets a copy of them in its private /tmp, and nothing that a
+    link there points to."""
+    from autograder.grade.worker.execute import execute_notebook
+
+    folder = tmp_path / "autograded-folder"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data.txt").write_text("42\n")
+    (folder / "data" / "inner.txt").write_text("inner\n")
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("not the student's")
+    (folder / "link.txt").symlink_to(secret)
+    code = (
+        "import os\n"
+        "print(os.getcwd(), open('data.txt').read().strip(), open('data/inner.txt').read().strip(),"
+        " os.path.exists('link.txt'))"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    executed = nbformat.reads(execute_notebook(nbformat.writes(nb), str(folder)).notebook, 4)
+    assert executed.cells[0].outputs[0].text.split() == ["/tmp", "42", "inner", "False"]
+    assert sorted(p.name for p in folder.iterdir()) == ["data", "data.txt", "link.txt"]
