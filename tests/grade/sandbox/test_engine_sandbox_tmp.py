@@ -89,11 +89,15 @@ def test_an_environment_and_package_under_tmp_are_shown_and_nothing_else(holder)
     code = KERNEL.format(
         holder=str(holder), secret=str(holder / "secret.txt"), host_file=str(host_file)
     )
+    # The kernel's working folder (an autograded folder in a course): empty, since what is in it
+    # is copied into the kernel's /tmp (sandbox/working_folder.py).
+    work = holder / "work"
+    work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != ZYGOTE_ENV}
     env.update({SANDBOX_ENV: "bwrap", "PYTHONPATH": str(holder / "src")})
     try:
         done = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", GRADER, code, site, str(holder)],
+            [str(venv / "bin" / "python"), "-c", GRADER, code, site, str(work)],
             capture_output=True,
             text=True,
             env=env,
