@@ -4,7 +4,7 @@
 # packages they pull in at their newest, as pip would give them; the dev tools unconstrained), and
 # runs there the tests of the engine (the named submissions' golden scores), its speed-ups and the
 # notebooks. Then the self-study test with the student install's own floors (IPython's is lower
-# than the grader's). `make floors` (by hand for now, not in `.ci/run`); arguments go to
+# than the grader's). `make floors`, and `.ci/run` after the main suite; arguments go to
 # the first pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
