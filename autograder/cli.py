@@ -118,18 +118,18 @@ def autograde(argv: list[str], root: Path | None) -> int:
     the one nbgrader finds from the working folder."""
     if root is not None and not root.is_dir():
         raise CannotGrade(f"no course folder at {root}")
-    guessed = root or working_course_root()
+    started_with = None
     if not any(a == "--scheduler" or a.startswith("--scheduler=") for a in argv):
         # It imports torch on one core while this process imports the engine (which does not
-        # need torch) on the other.
-        start_kernel_template(guessed)
+        # need torch) on the other; with the sandbox settings of the course as guessed here.
+        started_with = start_kernel_template(root or working_course_root())
     engine = _engine_autograde()
     from autograder.grade.app import parse
     from autograder.grade.kernels.template_client import Zygote
-    from autograder.grade.settings import load_config, sandbox_settings
+    from autograder.grade.settings import sandbox_settings
 
     run = parse(argv, root).course()
-    Zygote.settle(sandbox_settings(load_config(guessed)), sandbox_settings(run.config))
+    Zygote.settle(started_with, sandbox_settings(run.config))
     results = engine(
         run.root,
         run.assignments,

@@ -6,7 +6,6 @@ Autograde converter."""
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -68,11 +67,9 @@ class HooklabAutogradeApp(AutogradeApp):
             raise CannotGrade(
                 "an assignment id must be specified, either as an argument or with --assignment"
             )
-        config = copy.deepcopy(self.config)
-        config.CourseDirectory.root = str(root)
         return Course(
             root=root,
-            config=config,
+            config=self.config,  # the engine reads a copy of it, with the root above (settings.py)
             assignments=assignments,
             students=self.coursedir.student_id or "*",
             # traitlets puts -f on the most specific class that has the trait: Autograde.

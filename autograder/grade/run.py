@@ -43,82 +43,65 @@ def autograde(
     # Bad input: a sentence, not a traceback.
     preflight.check(root, names, db_url, summary_json, config)
     with preflight.course_lock(root):
-        return _grade(
-            root, names, students, force, db_url, jobs, scheduler, console, summary_json, config
-        )
-
-
-def _grade(
-    root: Path,
-    names: list[str],
-    students: str,
-    force: bool,
-    db_url: str | None,
-    jobs: int,
-    scheduler: str | None,
-    console: Console,
-    summary_json: Path | None,
-    config: Config | None,
-) -> list[SubmissionResult]:
-    if config is not None and not config.Execute.get("enabled", True):
-        console.print(
-            "[yellow]--no-execute: no notebook is run, so no answer is checked: scores come "
-            "from the outputs as handed in (as with nbgrader autograde --no-execute).[/]"
-        )
-    batches = []
-    for name in names:
-        batch = Batch(
-            root,
-            name,
-            students=students,
-            force=force,
-            db_url=db_url,
-            scheduler=scheduler,
-            config=config,
-        )
-        for student in batch.without_notebook:
+        if config is not None and not config.Execute.get("enabled", True):
             console.print(
-                f"[yellow]No notebooks were matched in submitted/{student}/{name}/: "
-                f"{student} is not graded.[/]"
+                "[yellow]--no-execute: no notebook is run, so no answer is checked: scores come "
+                "from the outputs as handed in (as with nbgrader autograde --no-execute).[/]"
             )
-        if batch.students:
-            batches.append(batch)
-        elif not batch.without_notebook:
-            console.print(f"[yellow]No submissions of {name} match {students!r}.[/]")
-    if not batches:
-        _write_summary(summary_json, [], 0.0)
-        return []
-    start, results = time.perf_counter(), []
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[last]}"),
-    )
-    # Redrawn twice a second rather than rich's ten times: five bars took ~6 ms to draw here,
-    # on the core the grading competes for, and they move only when a submission finishes.
-    with Progress(*columns, console=console, transient=False, refresh_per_second=2) as progress:
-        tasks = {
-            b.assignment: progress.add_task(b.assignment, total=len(b.students), last="")
-            for b in batches
-        }
-        for result in run_batches(batches, jobs):
-            results.append(result)
-            last = f"{result.student}: {result.status}"
-            progress.update(tasks[result.assignment], advance=1, last=last)
-    seconds = time.perf_counter() - start
-    console.print(summary(results, seconds))
-    _write_summary(summary_json, results, seconds)
-    for result in results:  # every failure reason and flag, as plain text (no markup)
-        if result.status == "failed" or result.message:
-            where = f"{result.assignment}/{result.student}"
-            style = "red" if result.status == "failed" else "yellow"
-            console.print(f"  [{style}]{result.status}[/] ", end="")
-            line = printable(f"{where}: {result.message}")
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
+        batches = []
+        for name in names:
+            batch = Batch(
+                root,
+                name,
+                students=students,
+                force=force,
+                db_url=db_url,
+                scheduler=scheduler,
+                config=config,
+            )
+            for student in batch.without_notebook:
+                console.print(
+                    f"[yellow]No notebooks were matched in submitted/{student}/{name}/: "
+                    f"{student} is not graded.[/]"
+                )
+            if batch.students:
+                batches.append(batch)
+            elif not batch.without_notebook:
+                console.print(f"[yellow]No submissions of {name} match {students!r}.[/]")
+        if not batches:
+            _write_summary(summary_json, [], 0.0)
+            return []
+        start, results = time.perf_counter(), []
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[last]}"),
+        )
+        # Redrawn twice a second rather than rich's ten times: five bars took ~6 ms to draw here,
+        # on the core the grading competes for, and they move only when a submission finishes.
+        with Progress(*columns, console=console, transient=False, refresh_per_second=2) as progress:
+            tasks = {
+                b.assignment: progress.add_task(b.assignment, total=len(b.students), last="")
+                for b in batches
+            }
+            for result in run_batches(batches, jobs):
+                results.append(result)
+                last = f"{result.student}: {result.status}"
+                progress.update(tasks[result.assignment], advance=1, last=last)
+        seconds = time.perf_counter() - start
+        console.print(summary(results, seconds))
+        _write_summary(summary_json, results, seconds)
+        for result in results:  # every failure reason and flag, as plain text (no markup)
+            if result.status == "failed" or result.message:
+                where = f"{result.assignment}/{result.student}"
+                style = "red" if result.status == "failed" else "yellow"
+                console.print(f"  [{style}]{result.status}[/] ", end="")
+                line = printable(f"{where}: {result.message}")
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
 
 
 def printable(text: str) -> str:

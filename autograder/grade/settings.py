@@ -44,12 +44,15 @@ def working_course_root() -> Path:
     return (cwd / root).resolve() if root else cwd
 
 
-def start_kernel_template(root: Path) -> None:
+def start_kernel_template(root: Path) -> dict | None:
     """Start this machine's kernel template (zygote.py) with the course's sandbox settings, if
-    it is not running yet, without waiting for it; the batches then use it."""
+    it is not running yet, without waiting for it; the batches then use it. Returns those
+    settings."""
     from autograder.grade.kernels.template_client import Zygote
 
-    Zygote.start_soon(sandbox_settings(load_config(root)))
+    sandbox = sandbox_settings(load_config(root))
+    Zygote.start_soon(sandbox)
+    return sandbox
 
 
 def sandbox_settings(config: Config) -> dict | None:

@@ -256,12 +256,8 @@ class Batch:
         self.coursedir.assignment_id = assignment
         self.assignment, self.force = assignment, force
         found = submitted_students(self.coursedir, assignment, students)
-        submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
         # As nbgrader, which lists no notebook there and so grades nothing: a warning, no row.
-        pattern = f"{self.coursedir.notebook_id}.ipynb"  # nbgrader's --notebook, "*" by default
-        self.without_notebook = [
-            s for s in found if not any((submitted / s / assignment).glob(pattern))
-        ]
+        self.without_notebook = [s for s in found if not self._notebooks(s)]
         self.students = [s for s in found if s not in self.without_notebook]
         self.dispatch, self.scheduler = dispatch, scheduler
         self.gradebook_lock = threading.Lock()
@@ -270,11 +266,20 @@ class Batch:
         self.preload: list[str] = []
         # Only a course of Hooklab's exercises gets a secret file; another course's notebooks
         # have no seeded checks, and its folder is left as nbgrader would leave it.
+        self.hooklabs = assignment in COURSE_ORDER
         configured = self.config.Verify.get("secret", "")
-        if assignment in COURSE_ORDER:
+        if self.hooklabs:
             self.secret = course_secret(root, configured)
         else:
             self.secret = configured or secrets.token_hex(32)
+
+    def _notebooks(self, student: str) -> list[str]:
+        """The student's notebooks to grade: all of them, or those nbgrader's --notebook names."""
+        coursedir = self.coursedir
+        folder = Path(
+            coursedir.format_path(coursedir.submitted_directory, student, self.assignment)
+        )
+        return sorted(str(p) for p in folder.glob(f"{coursedir.notebook_id}.ipynb"))
 
     def prepare(self) -> None:
         """Read the assignment's gradebook snapshot (once) and what its notebooks import."""
@@ -303,8 +308,7 @@ class Batch:
             source = Path(converter._format_source(self.assignment, student))
             staged = Staged(student, converter, source)
             # nbgrader's init_destination reads them: with --notebook, whether any is new.
-            notebooks = source.glob(f"{self.coursedir.notebook_id}.ipynb")
-            converter.prepare(sorted(str(p) for p in notebooks))
+            converter.prepare(self._notebooks(student))
             with self.gradebook_lock:
                 if not converter.init_destination(self.assignment, student):
                     return SubmissionResult(student, self.assignment, "skipped", 0.0)
@@ -425,7 +429,7 @@ class Batch:
                 "again; if it keeps failing, report it)"
             ]
         problems = _problems(source, self.assignment)
-        if self.assignment not in COURSE_ORDER:  # another course's: nbgrader's error first
+        if not self.hooklabs:  # another course's: nbgrader's error first
             return [_describe(error), *problems]
         return problems or [_describe(error)]
 
