@@ -55,6 +55,11 @@ def nbgrader(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
     use_environment_bin()
     command = [sys.executable, "-m", "nbgrader", *args]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    if result.returncode != 0 and "Address already in use" in result.stdout + result.stderr:
+        # jupyter_client finds a kernel's TCP ports free, then the kernel binds them: another
+        # process (a command side by side) can take one in between. The one command here that
+        # starts kernels, autograde, runs with --force: running it once more is safe.
+        result = subprocess.run(command, cwd=root, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{result.stdout}{result.stderr}")
     return result
