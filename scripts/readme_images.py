@@ -19,7 +19,7 @@ from autograder import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "solutions" / "cnn_hooks" / "cnn_hooks.ipynb"
-IMAGES = {"forward_demo": "feature_maps.png", "grad_cam_demo": "grad_cam.png"}
+IMAGES = {"forward_demo": "feature_maps.png", "grad_cam_demo": "grad_cam_heatmaps.png"}
 
 
 def main() -> None:

@@ -24,8 +24,11 @@ def _become_kernel(request: dict) -> None:
     resource limits the request gives."""
     os.setsid()  # its own process group, so signals to the kernel reach its children too
     Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
-    if request.get("shipped"):  # sandboxed: the files nbgrader would run the notebook beside
-        working_folder.unpack(request["shipped"], request["cwd"])
+    if request.get("sandboxed"):  # its working folder, in its private /tmp (working_folder.py)
+        os.umask(0o022)  # so that the template, not this user, can read what it leaves there
+        os.makedirs(request["cwd"], exist_ok=True)
+        if request.get("shipped"):  # the files nbgrader would run the notebook beside
+            working_folder.unpack(request["shipped"], request["cwd"])
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -84,6 +87,20 @@ class _Kernel:
     deadline: float | None  # time.monotonic() after which it is killed
     wall_seconds: int | None
     reason: str = ""  # why the zygote killed it, if it did
+    written: str = ""  # where to keep what it leaves in its working folder (working_folder.py)
+    namespace: _Namespace | None = None  # its mount namespace, held from its seal to then
+
+
+class _Namespace:
+    """A kernel's mount namespace, held open (isolation.seal_folder_of)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class Kernels:
@@ -95,16 +112,21 @@ class Kernels:
         self.running: dict[int, _Kernel] = {}
         self.inits: dict[int, int] = {}  # init pid -> its kernel's pid
         self.ended: dict[int, tuple[int, float, float, str]] = {}
-        # The sockets on which sandboxed kernels ask to have their folder sealed, and the folder.
-        self.sealing: dict[socket.socket, str] = {}
+        # The sockets on which sandboxed kernels ask to have their folder sealed: (folder, pid).
+        self.sealing: dict[socket.socket, tuple[str, int]] = {}
+
+    def held(self) -> list:
+        """What a process this one forks must close: the sealing sockets, the namespaces."""
+        namespaces = [k.namespace for k in self.running.values() if k.namespace is not None]
+        return [*self.sealing, *namespaces]
 
     def start(self, request: dict, *inherited: socket.socket) -> int:
         request = {**request, **self.config}
         limits = Limits.from_dict(request.get("limits"))
 
         def close_inherited() -> None:  # a kernel must not hold another kernel's seal socket
-            for sock in [*inherited, *self.sealing]:
-                sock.close()
+            for held in [*inherited, *self.held()]:
+                held.close()
 
         init = None
         if request.get("role") != "verifier":
@@ -119,7 +141,7 @@ class Kernels:
         become = _become_verifier if request.get("role") == "verifier" else _become_kernel
         if self.config["sandboxed"]:
             pid, init, channel = isolation.fork_isolated(request, close_inherited, become)
-            self.sealing[channel] = request["kernel_dir"]
+            self.sealing[channel] = (request["kernel_dir"], pid)
         else:
             pid = os.fork()
             if pid == 0:
@@ -130,14 +152,22 @@ class Kernels:
                     os._exit(0)
         wall = limits.wall_seconds
         deadline = time.monotonic() + wall if wall else None
-        self.running[pid] = _Kernel(init, deadline, wall)
+        self.running[pid] = _Kernel(init, deadline, wall, written=request.get("written") or "")
         if init is not None:
             self.inits[init] = pid
         return pid
 
     def seal(self, channel: socket.socket) -> None:
         """Answer the kernel asking on `channel` to have its folder sealed (isolation.py)."""
-        isolation.seal_folder_of(channel, self.sealing.pop(channel))
+        folder, pid = self.sealing.pop(channel)
+        namespace = isolation.seal_folder_of(channel, folder)
+        kernel = self.running.get(pid)
+        if namespace is None:
+            return
+        if kernel is not None and kernel.written:
+            kernel.namespace = _Namespace(namespace)
+        else:
+            os.close(namespace)
 
     def reap(self) -> None:
         while True:
@@ -158,6 +188,13 @@ class Kernels:
                 del self.inits[kernel.init]
                 kill_group(kernel.init)
                 os.waitpid(kernel.init, 0)  # returns once every process in it is gone
+            if kernel.namespace is not None:  # nothing of it runs now: keep what it wrote
+                with contextlib.suppress(OSError):
+                    files = isolation.files_in(
+                        kernel.namespace.fd, working_folder.KERNEL_CWD, working_folder.MAX_BYTES
+                    )
+                    working_folder.keep(files, kernel.written)
+                kernel.namespace.close()
             cpu = usage.ru_utime + usage.ru_stime
             code = os.waitstatus_to_exitcode(status)
             self.ended[pid] = (code, usage.ru_maxrss / 1024, cpu, kernel.reason)

@@ -5,6 +5,7 @@ the kernels talk over ipc (Unix socket) transport, each in a folder of its own."
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -74,18 +75,24 @@ class ForkedKernel:
 
 class WarmProvisioner(LocalProvisioner):
     """Starts kernels by asking the zygote to fork one, with the command, env and cwd asked for
-    (in the sandbox: a filtered env, and the kernel's private /tmp as its cwd)."""
+    (in the sandbox: a filtered env, and a folder of the kernel's private /tmp as its cwd)."""
+
+    host_cwd = ""  # the working folder asked for (in the sandbox, not the kernel's)
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         zygote = Zygote.current(self.parent.sandbox)
         env = {**(kwargs.get("env") or os.environ), **self.parent.extra_env}
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        shipped = ""
+        shipped = written = ""
+        self.host_cwd = cwd
         if zygote.info.get("sandboxed"):
             uid = zygote.info.get("kernel_uid")
-            # The files nbgrader would run the notebook beside, copied into its private /tmp.
+            # The files nbgrader would run the notebook beside, copied into its private /tmp,
+            # and a folder for what it leaves there (working_folder.py).
             shipped = working_folder.ship(cwd, self.parent.kernel_dir, uid)
-            env, cwd = kernel_environment(env, self.parent.extra_env), "/tmp"
+            written = working_folder.written_folder(self.parent.kernel_dir)
+            env = kernel_environment(env, self.parent.extra_env)
+            cwd = working_folder.KERNEL_CWD
             if uid is not None:  # the kernel, another user, reads it and binds sockets there
                 os.chown(self.parent.kernel_dir, uid, uid)
                 os.chown(self.parent.connection_file, uid, uid)
@@ -100,6 +107,7 @@ class WarmProvisioner(LocalProvisioner):
             limits=limits,
             kernel_dir=self.parent.kernel_dir,
             shipped=shipped,
+            written=written,
         )
         if "error" in reply:
             raise RuntimeError(f"the kernel could not start: {reply['error']}")
@@ -121,7 +129,11 @@ class WarmProvisioner(LocalProvisioner):
     async def cleanup(self, restart: bool = False) -> None:
         await super().cleanup(restart)
         if not restart and self.parent.kernel_dir:
+            # The kernel has ended, and the template has kept what it wrote (forked.py).
+            with contextlib.suppress(OSError):
+                working_folder.bring_back(self.parent.kernel_dir, self.host_cwd)
             shutil.rmtree(self.parent.kernel_dir, ignore_errors=True)
+            shutil.rmtree(working_folder.written_path(self.parent.kernel_dir), ignore_errors=True)
 
 
 _KERNEL_SPECS: dict[str, Any] = {}  # kernel name -> KernelSpec, looked up once per process

@@ -3,11 +3,12 @@ fresh, real ipykernel for every request, so no kernel pays for `import torch` ag
 
 Protocol: one JSON line per connection on a Unix socket.
   {"op": "fork", "cmd": [...], "env": {...}, "cwd": "...", "limits": {...},
-   "kernel_dir": "...", "shipped": "..."} -> {"pid": N} or {"error": "..."}
+   "kernel_dir": "...", "shipped": "...", "written": "..."} -> {"pid": N} or {"error": "..."}
   ("limits" is a Limits as a dict, see limits.py; missing means the defaults. "kernel_dir" holds
   the kernel's connection file and ipc sockets; when sandboxed, it is all the kernel sees of the
-  run folder. "shipped", optional: a folder in it whose files the kernel copies into its cwd,
-  sandbox/working_folder.py.)
+  run folder. "shipped", optional: a folder in it whose files the kernel copies into its cwd;
+  "written", optional: a folder where, once the kernel has ended, the zygote puts the files left
+  in its cwd; both sandbox/working_folder.py.)
   {"op": "status", "pid": N} -> {"running": bool, "returncode": int|null, "maxrss_mb": float|null,
                                  "cpu_s": float|null, "reason": "why the zygote killed it"}
   {"op": "signal", "pid": N, "signum": S} -> {}  (to the kernel's process group)
@@ -207,7 +208,7 @@ def _serve_requests(server: socket.socket, path: str, config: dict, parent: int 
             request = json.loads(connection.makefile("r").readline() or "{}")
             op = request.get("op")
             if op == "preload":  # answered once its modules are imported (connection kept open)
-                held = [server, *kernels.sealing]  # a child template must not hold them
+                held = [server, *kernels.held()]  # a child template must not hold them
                 templates.request(connection, list(request.get("modules", [])), held)
                 continue
             if op == "stop":

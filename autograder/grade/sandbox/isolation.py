@@ -23,6 +23,7 @@ import fcntl
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -187,7 +188,8 @@ def fork_isolated(
             request = {**request, "seal_fd": theirs.detach()}
             try:
                 isolate_self(request)
-            except OSError as error:  # no student code has run: a plain failure
+            except Exception as error:  # no student code has run: a plain failure, and this
+                # copy of the zygote must not go on as one
                 print(f"kernel set-up failed: {error}", file=sys.stderr, flush=True)
                 os._exit(1)
             try:
@@ -243,16 +245,18 @@ def seal_when_listening(seal_fd: int, sockets: list[str], wait_s: float = 10.0) 
         raise OSError(f"the kernel's folder could not be made read-only ({why})")
 
 
-def seal_folder_of(channel: socket.socket, folder: str) -> None:
+def seal_folder_of(channel: socket.socket, folder: str) -> int | None:
     """In the zygote: answer a kernel's seal_when_listening on `channel` (then closed): make
     `folder` read-only in the mount namespace it sent. The zygote enters that namespace for the
     one remount (it alone has the capabilities for it) and comes back at once; the kernel has
-    run no student code yet, so the namespace is as isolate_self made it."""
+    run no student code yet, so the namespace is as isolate_self made it. Returns that
+    namespace (a file descriptor the caller closes; it keeps the kernel's /tmp after the
+    kernel ends: files_in) once sealed, else None."""
     with channel:
         try:
             _message, rights, _flags, _address = channel.recvmsg(16, socket.CMSG_SPACE(4))
         except OSError:
-            return
+            return None
         fds = [
             fd
             for level, kind, data in rights
@@ -262,28 +266,65 @@ def seal_folder_of(channel: socket.socket, folder: str) -> None:
         if len(fds) != 1:
             for fd in fds:
                 os.close(fd)
-            return  # the kernel died, or did not send its namespace: it will not go on
+            return None  # the kernel died, or did not send its namespace: it will not go on
         try:
             _remount_read_only(fds[0], folder)
             reply = SEALED
         except OSError as error:
             reply = f"seal failed: {error}".encode()
-        finally:
+        if reply != SEALED:
             os.close(fds[0])
         with contextlib.suppress(OSError):
             channel.sendall(reply)
+        return fds[0] if reply == SEALED else None
+
+
+def files_in(namespace: int, folder: str, max_bytes: int) -> list[tuple[str, bytes]]:
+    """In the zygote, once the kernel whose mount `namespace` this is has ended (with every
+    process of its pid namespace, so nothing changes them any more): the regular files under
+    `folder` there, as (path relative to it, content), at most `max_bytes` in all. Never
+    through a link, never a FIFO or device, a file too large for what is left skipped."""
+    files: list[tuple[str, bytes]] = []
+    with _in_namespace(namespace):
+        budget = max_bytes
+        with contextlib.suppress(OSError):  # the kernel may have replaced it by a link
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return files
+        for top, folders, names in os.walk(folder, followlinks=False):
+            folders.sort()
+            for name in sorted(names):
+                path = os.path.join(top, name)
+                with contextlib.suppress(OSError):
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+                    try:
+                        info = os.fstat(fd)
+                        if stat.S_ISREG(info.st_mode) and info.st_size <= budget:
+                            with os.fdopen(fd, "rb", closefd=False) as file:
+                                content = file.read(info.st_size)
+                            budget -= len(content)
+                            files.append((os.path.relpath(path, folder), content))
+                    finally:
+                        os.close(fd)
+    return files
 
 
 def _remount_read_only(namespace: int, folder: str) -> None:
+    with _in_namespace(namespace):
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+        _mount(None, folder, None, flags)
+        if not os.statvfs(folder).f_flag & os.ST_RDONLY:
+            raise OSError(f"{folder} is still writable")
+
+
+@contextlib.contextmanager
+def _in_namespace(namespace: int):
+    """In the zygote: enter a kernel's mount `namespace` for the block, then come back."""
     here = os.open(".", os.O_PATH | os.O_DIRECTORY)  # setns moves this process to its root
     if _libc.setns(namespace, CLONE_NEWNS) != 0:
         os.close(here)
         _check(-1, "setns into the kernel's mount namespace")
     try:
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-        _mount(None, folder, None, flags)
-        if not os.statvfs(folder).f_flag & os.ST_RDONLY:
-            raise OSError(f"{folder} is still writable")
+        yield
     finally:
         if _libc.setns(_own_mount_namespace, CLONE_NEWNS) != 0:
             # Forking kernels from inside a kernel's mount namespace would give them its view.
@@ -324,7 +365,9 @@ def self_test(run_dir: str, kernel_uid: int | None, shown: list[str]) -> str | N
         )
     except OSError as error:
         return str(error)
-    seal_folder_of(channel, kernel_dir)
+    namespace = seal_folder_of(channel, kernel_dir)
+    if namespace is not None:
+        os.close(namespace)
     _, status = os.waitpid(kernel, 0)
     os.kill(init, signal.SIGKILL)
     os.waitpid(init, 0)

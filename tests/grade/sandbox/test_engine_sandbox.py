@@ -25,6 +25,7 @@ from autograder.grade.kernels import template_client as zygote_client
 from autograder.grade.kernels.provisioner import WarmKernelManager
 from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
 from autograder.grade.sandbox.bwrap import SANDBOX_ENV
+from autograder.grade.sandbox.working_folder import KERNEL_CWD
 
 pytestmark = pytest.mark.nbgrader
 
@@ -404,7 +405,7 @@ def test_a_trivial_notebook_in_a_sandboxed_kernel(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     executed = nbformat.reads(execute_notebook(nbformat.writes(nb), str(tmp_path)).notebook, 4)
     uid, cwd, top = executed.cells[0].outputs[0].text.split(" ", 2)
-    assert (uid, cwd) == ("65534" if os.geteuid() == 0 else uid, "/tmp")
+    assert (uid, cwd) == ("65534" if os.geteuid() == 0 else uid, KERNEL_CWD)
     assert "home" not in top and "var" not in top and "run" not in top
 
 
@@ -478,5 +479,45 @@ def test_a_sandboxed_kernel_reads_the_files_handed_in_beside_the_notebook(tmp_pa
     )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     executed = nbformat.reads(execute_notebook(nbformat.writes(nb), str(folder)).notebook, 4)
-    assert executed.cells[0].outputs[0].text.split() == ["/tmp", "42", "inner", "False"]
+    assert executed.cells[0].outputs[0].text.split() == [KERNEL_CWD, "42", "inner", "False"]
     assert sorted(p.name for p in folder.iterdir()) == ["data", "data.txt", "link.txt"]
+
+
+def test_what_a_sandboxed_kernel_writes_in_its_working_folder_reaches_the_autograded_folder(
+    tmp_path,
+):
+    """nbgrader's kernel leaves the files a notebook writes in the autograded folder; so does a
+    sandboxed one, through its template: new and changed regular files, never a link or a FIFO
+    it made, nor what it wrote elsewhere in its /tmp, and nothing through a link of the folder."""
+    from autograder.grade.worker.execute import execute_notebook
+
+    folder = tmp_path / "autograded-folder"
+    folder.mkdir()
+    (folder / "kept.txt").write_text("as handed in\n")
+    (folder / "changed.txt").write_text("before\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    code = (
+        "import os\n"
+        "open('side-effect.txt', 'w').write('written\\n')\n"
+        "os.makedirs('results/run1')\n"
+        "open('results/run1/loss.csv', 'w').write('0.5\\n')\n"
+        "open('changed.txt', 'w').write('after\\n')\n"
+        "open('/tmp/scratch.txt', 'w').write('temporary\\n')\n"
+        "os.symlink('/etc/hostname', 'hostname-link')\n"
+        "os.mkfifo('pipe')\n"
+        "os.makedirs('linked')\n"
+        "open('linked/through-link.txt', 'w').write('x')\n"
+        "print('done')"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    executed = nbformat.reads(execute_notebook(nbformat.writes(nb), str(folder)).notebook, 4)
+    assert executed.cells[0].outputs[0].text == "done\n", executed.cells[0].outputs
+    assert (folder / "side-effect.txt").read_text() == "written\n"
+    assert (folder / "results" / "run1" / "loss.csv").read_text() == "0.5\n"
+    assert (folder / "changed.txt").read_text() == "after\n"
+    assert (folder / "kept.txt").read_text() == "as handed in\n"
+    for made_by_the_kernel in ("scratch.txt", "hostname-link", "pipe"):
+        assert not os.path.lexists(folder / made_by_the_kernel)
+    assert list(outside.iterdir()) == []

@@ -18,6 +18,7 @@ import pytest
 import autograder
 from autograder.grade.kernels.template_client import ZYGOTE_ENV
 from autograder.grade.sandbox.bwrap import SANDBOX_ENV, SandboxSettings
+from autograder.grade.sandbox.working_folder import KERNEL_CWD
 
 pytestmark = pytest.mark.nbgrader
 
@@ -117,9 +118,9 @@ def test_an_environment_and_package_under_tmp_are_shown_and_nothing_else(holder)
         "connection": seen["connection"],
         "tensor": 2.0,
         "holder": ["src", "venv"],  # no secret.txt
-        # Also there: the kernel's own folder of the zygote's run folder (its connection file)
-        # and what IPython writes in its home, /tmp.
-        "top": sorted([".ipython", holder.name, run_folder, *exposed]),
+        # Also there: the kernel's own folder of the zygote's run folder (its connection file),
+        # what IPython writes in its home, /tmp, and its working folder.
+        "top": sorted([".ipython", holder.name, run_folder, Path(KERNEL_CWD).name, *exposed]),
         "secret": "FileNotFoundError",
         "host file": "FileNotFoundError",
         "write package": "OSError",  # read-only file system
