@@ -132,10 +132,13 @@ def test_a_forked_childs_output_is_counted_with_its_cells(tmp_path, monkeypatch,
     zygote = Zygote()
     monkeypatch.setattr(Zygote, "_current", zygote)
     assert zygote.info["sandboxed"] == (sandbox == "bwrap"), zygote.weaker
-    setup = "import multiprocessing\ndef child():\n    print('child', flush=True)"
+    setup = "import multiprocessing, time\ndef child():\n    print('child', flush=True)"
+    # The child's output reaches the parent's IOPub thread over TCP at its own pace: a stock
+    # kernel too drops it from the cell if it comes in after the idle status. The pause lets it
+    # come in first, also on a loaded machine; it is still forwarded before the parent's output.
     cell = (
         "process = multiprocessing.get_context('fork').Process(target=child)\n"
-        "process.start()\nprocess.join()\nprint('parent')"
+        "process.start()\nprocess.join()\ntime.sleep(0.1)\nprint('parent')"
     )
     try:
         ran = execute_notebook(_notebook([setup] + [cell] * 30), str(tmp_path)).notebook
