@@ -21,6 +21,8 @@ HANGUL_FILES = ("nanum", "notosanscjk", "notoserifcjk")
 
 def installed(families: tuple[str, ...]) -> list[str]:
     """Those of `families` that matplotlib can find on this machine, in the same order."""
+    if not families:
+        return []  # English: no need to list the machine's font files (fc-list) per kernel
     from matplotlib import font_manager  # not before a figure needs it
 
     names = {font.name for font in font_manager.fontManager.ttflist}

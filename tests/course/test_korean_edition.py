@@ -293,14 +293,20 @@ def test_a_korean_notebook_gets_its_verdicts_in_korean(engine_graded, assignment
 
 def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
     import matplotlib as mpl
+    from matplotlib import font_manager
     from matplotlib.figure import Figure
 
     from autograder.plot_fonts import HANGUL_FAMILIES, installed, use_plot_fonts
 
+    def no_font_listing(*args, **kwargs):
+        raise AssertionError("the English edition listed the machine's fonts")
+
     with mpl.rc_context():
         before = list(mpl.rcParams["font.family"])
         monkeypatch.setenv("HOOKLAB_LANG", "en")
-        use_plot_fonts()
+        with monkeypatch.context() as english:
+            english.setattr(font_manager, "findSystemFonts", no_font_listing)
+            use_plot_fonts()
         assert mpl.rcParams["font.family"] == before
         monkeypatch.setenv("HOOKLAB_LANG", "ko")
         use_plot_fonts()
