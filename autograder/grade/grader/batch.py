@@ -5,7 +5,6 @@ notebooks (pipeline.py)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fnmatch
 import json
 import multiprocessing
@@ -37,7 +36,7 @@ from autograder.grade.grader.inspect_submission import (
 from autograder.grade.grader.notes import SubmissionNotes, write_notes
 from autograder.grade.grader.snapshot import GradebookSnapshot
 from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
-from autograder.grade.sandbox.limits import Limits
+from autograder.grade.sandbox.limits import Limits, end_with_parent
 from autograder.grade.settings import load_config
 from autograder.grade.verifier.client import VerifierFailed
 from autograder.grade.worker import verdict_cache
@@ -109,22 +108,15 @@ def local_workers(
         yield lambda job: pool.submit(grade_notebook, job).result()
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
 def _end_with_grader(grader: int) -> None:
-    """In a worker, first: have Linux kill it when the grading process ends. A worker waits for
-    its next notebook on a pipe whose writing end every worker holds too, so after a grader
-    killed with SIGKILL (or by the OOM killer) the workers would wait, and hold their memory,
-    for good. Linux sends the signal when the thread that forked the worker ends: here the one
-    that entered local_workers, which outlives the pool."""
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: no prctl
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    """In a worker, first: end with the grading process. A worker waits for its next notebook
+    on a pipe whose writing end every worker holds too, so it would not notice a grader killed
+    on its own. The thread that forks the workers is the one that entered local_workers, which
+    outlives the pool."""
     # Ctrl-C reaches the whole process group: the grading process says what it means in one
     # line and ends the workers; each printing its own traceback would bury that line.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if os.getppid() != grader:  # it ended before the signal was asked for
-        os._exit(1)
+    end_with_parent(grader)
 
 
 def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:

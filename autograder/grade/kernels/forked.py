@@ -15,13 +15,16 @@ from dataclasses import dataclass
 
 from autograder.grade import speedups
 from autograder.grade.sandbox import isolation, working_folder
-from autograder.grade.sandbox.limits import Limits
+from autograder.grade.sandbox.limits import Limits, end_with_parent
 from autograder.grade.speedups import kernel_command_line, listed_modules
 
 
 def _become_kernel(request: dict) -> None:
     """In the forked child: turn into an ipykernel started exactly as `cmd` asks, within the
     resource limits the request gives."""
+    # Unsandboxed, nothing else ends it with its template: a child template killed with the
+    # grader (SIGKILL) left its kernels running for good (in the sandbox the pid namespace does).
+    end_with_parent()
     os.setsid()  # its own process group, so signals to the kernel reach its children too
     Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
     if request.get("sandboxed"):  # its working folder, in its private /tmp (working_folder.py)
@@ -68,7 +71,7 @@ def _become_verifier(request: dict) -> None:
     the template that forked it: a grader that is killed leaves no verifier waiting."""
     from autograder.grade.verifier import host
 
-    host.die_with_parent()
+    end_with_parent()
     os.setsid()
     Limits.from_dict(request.get("limits")).apply(count_processes=request.get("sandboxed"))
     os.chdir(request["cwd"])

@@ -37,6 +37,7 @@ from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
 from autograder.exercises.kit.run import PASSED, Outcome, run_check
+from autograder.grade.sandbox.limits import end_with_parent
 from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
 from autograder.i18n import _, speaking
 
@@ -170,7 +171,7 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
     pid = os.fork()
     if pid == 0:  # the child: the only process where this answer cell runs
         os.close(read)
-        die_with_parent()
+        end_with_parent()
         os.setpgid(0, 0)  # what the answer cell starts is killed with the child's group
         # Nothing of the verifier's but this pipe: not its connection to the grader, above all.
         os.closerange(3, write)
@@ -225,20 +226,6 @@ def _outcome(data: Any) -> Outcome:
         [n[:200] for n in notes[:5]],
         data.get("evidence"),
     )
-
-
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
-
-
-def die_with_parent() -> None:
-    """Have this process killed when its parent ends (a grader killed on its own must leave no
-    verifier, nor a verifier's child, waiting); end now if the parent is already gone."""
-    import ctypes
-
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def _max_fd() -> int:
