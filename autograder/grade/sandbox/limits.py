@@ -70,9 +70,9 @@ def end_with_parent(parent: int | None = None) -> None:
     """Have Linux SIGKILL this process when its parent ends; end now if it has already
     (`parent`: its pid as the parent knew it, by default the current parent's).
 
-    Without it, a process the grader killed on its own (SIGKILL, the OOM killer) leaves behind
-    goes on waiting for work that never comes, and holds its memory, for good. Linux sends the
-    signal when the *thread* that forked this process ends, so fork from one that outlives it."""
+    Without it, what a grader killed on its own (SIGKILL, the OOM killer) leaves behind goes on
+    waiting for work that never comes, and holds its memory, for good. Linux sends the signal
+    when the *thread* that forked this process ends, so fork from one that outlives it."""
     parent = os.getppid() if parent is None else parent
     with contextlib.suppress(OSError, AttributeError):  # not Linux: no prctl
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
