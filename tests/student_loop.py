@@ -1,8 +1,9 @@
 """A student's session in a real kernel: Run All on the student notebook, then, exercise by
 exercise, an answer typed into the answer cell and the cells from it down to its check run.
 
-Cells run as JupyterLab runs them: one execute request each, in a real ipykernel (IPython's
-display, linecache and error rendering), with no NBGRADER_EXECUTION in the environment.
+Cells run as JupyterLab runs them: one execute request each, carrying the cell's id, in a real
+ipykernel (IPython's display, linecache and error rendering), with no NBGRADER_EXECUTION in the
+environment.
 """
 
 from __future__ import annotations
@@ -67,7 +68,18 @@ class StudentSession:
         return [self.run(cell) for cell in self.cells[start : stop + 1]]
 
     def run(self, cell) -> CellRun:
-        msg_id = self.client.execute(cell.source, stop_on_error=False)
+        # As JupyterLab sends it: the cell's id in the request's metadata.
+        content = {
+            "code": cell.source,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        request = self.client.session.msg("execute_request", content, metadata={"cellId": cell.id})
+        self.client.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
         texts, html, outputs, status, ename = [], [], [], "ok", ""
         while True:
             try:

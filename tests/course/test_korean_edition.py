@@ -318,3 +318,37 @@ def test_figures_get_a_hangul_font_in_the_korean_edition_only(monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a missing glyph is a UserWarning
             figure.canvas.draw()
+
+
+IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![A-Za-z0-9_])")
+
+
+def _identifiers_lost(catalog) -> list[tuple[str, str]]:
+    """(name, translation) for every snake_case name of an English text that its translation
+    no longer has as it is (a glossary word put inside it: `record_그래디언트s`)."""
+    lost = []
+    for message in catalog:
+        if not message.id or not message.string:
+            continue
+        source, text = (
+            (message.id[0], message.string[0])
+            if isinstance(message.id, tuple)
+            else (message.id, message.string)
+        )
+        for name in set(IDENTIFIER.findall(source)):
+            if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text):
+                lost.append((name, text))
+    return lost
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_names_in_the_code_stay_as_they_are_in_the_translations(assignment):
+    assert _identifiers_lost(editions.read_catalog("ko", assignment)) == []
+
+
+def test_names_in_the_code_stay_as_they_are_in_the_checks_messages():
+    from babel.messages.pofile import read_po
+
+    path = ROOT / "autograder" / "locale" / "ko" / "LC_MESSAGES" / "hooklab.po"
+    with path.open("rb") as file:
+        assert _identifiers_lost(read_po(file)) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 import pytest
 from golden import answers, cases, expected_scores
 from student_loop import StudentSession
@@ -95,3 +96,59 @@ def test_run_all_then_answer_each_exercise(assignment):
                 (r.cell_id, r.status, r.text[-300:]) for r in runs
             ]
             assert f"✓ {grade_id}" in runs[-1].text, runs[-1].text
+
+
+def answered_in_order(session: StudentSession, assignment: str) -> list[str]:
+    """Run All, then every exercise answered correctly and run down to its check; the exercises."""
+    correct = notebooks.parse_answers(answers(assignment, "all_correct"))
+    session.run_all()
+    done = exercises_in_order(assignment)
+    for grade_id in done:
+        session.answer(grade_id, typed(session, grade_id, correct[grade_id]))
+        verdict = session.run_to_check(grade_id)[-1]
+        assert f"✓ {grade_id}" in verdict.text, verdict.text
+    return done
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("assignment", course.assignments())
+def test_a_check_run_again_after_later_exercises_still_passes(assignment):
+    """Later exercises rebind the same names (`add`, `model`, `answer`, `x`); an earlier check
+    cell run again on its own reads its own exercise's objects, not theirs."""
+    with StudentSession(assignment) as session:
+        for grade_id in answered_in_order(session, assignment):
+            verdict = session.run(session.cells[session.index(f"{grade_id}_test")])
+            assert verdict.status == "ok" and f"✓ {grade_id}" in verdict.text, (
+                grade_id,
+                verdict.text,
+            )
+
+
+@pytest.mark.nbgrader
+def test_an_exercise_done_after_the_next_one_passes():
+    """tensor_hook_scale's answer cell uses the `model` of its set-up cell: answered after
+    backward_normalize, whose answer cell rebinds `model` with a hook on it, it still passes."""
+    correct = notebooks.parse_answers(answers("backward_hooks", "all_correct"))
+    with StudentSession("backward_hooks") as session:
+        session.run_all()
+        for grade_id in ("backward_normalize", "tensor_hook_scale"):
+            session.answer(grade_id, typed(session, grade_id, correct[grade_id]))
+            verdict = session.run_to_check(grade_id)[-1]
+            assert f"✓ {grade_id}" in verdict.text, (grade_id, verdict.text)
+
+
+@pytest.mark.nbgrader
+def test_a_name_the_student_rebinds_in_a_cell_of_their_own_stays_rebound():
+    correct = notebooks.parse_answers(answers("forward_hooks", "all_correct"))
+    with StudentSession("forward_hooks") as session:
+        session.run_all()
+        for grade_id in ("forward_add5", "pre_hook_replace"):
+            session.answer(grade_id, typed(session, grade_id, correct[grade_id]))
+            session.run_to_check(grade_id)
+        # A cell the student added (JupyterLab gives it a random id) makes a hook-less `add`.
+        scratch = nbformat.v4.new_code_cell(
+            "add = Add()\nx1, x2 = torch.rand(1), torch.rand(1)\noutput = add(x1, x2)"
+        )
+        assert session.run(scratch).status == "ok"
+        verdict = session.run(session.cells[session.index("forward_add5_test")])
+        assert "✓ forward_add5" not in verdict.text, verdict.text

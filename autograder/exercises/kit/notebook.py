@@ -18,6 +18,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any
 
+from autograder.exercises.kit import exercise_objects
 from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
 from autograder.feedback import CheckFailed, NotDoneYet
 from autograder.i18n import _
@@ -26,6 +27,9 @@ from autograder.widgets import progress
 REPEATS = 3
 _failures: dict[tuple[str, bool], int] = {}  # failures in a row, per check
 _CODE = re.compile(r"`([^`]+)`")
+# The set-up cell's `from autograder import check` imports this module first in every notebook:
+# from then on each exercise's cells see its own objects (exercise_objects.py).
+_objects = exercise_objects.follow_cells()
 
 
 def graded() -> bool:

@@ -1,0 +1,101 @@
+"""In a student's own kernel, each exercise's cells see that exercise's objects.
+
+Exercises reuse names (`add`, `model`, `answer`, `x`), so once a later exercise rebinds one, an
+earlier exercise's check, run again, would read the later exercise's object and fail a correct
+answer. JupyterLab tells the kernel which cell runs: its id, which names the exercise (`<id>`,
+`<id>_setup`, `<id>_run`, `<id>_test`, ...). Before a cell of exercise G that uses its answer
+(its run, check, hint and demo cells), every name that G's own cells bound and another
+exercise's cells rebound since is bound to G's object again. Its answer and set-up cells run on
+the globals as they are, so an exercise that goes on with an earlier one's objects
+(module_apply's Exercises 4 and 5) gets them as they are now. A name the student rebinds in a
+cell of their own stays as they left it. Front ends that send no cell id (Colab) and grading
+(NBGRADER_EXECUTION is set) see the notebook's globals as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+# The cells of exercise G besides its answer cell `G`, by the suffix of their ids; those that
+# start the exercise, and so see the globals as they are.
+SUFFIXES = ("_setup", "_demo", "_hints", "_run", "_test", "_hidden")
+STARTS = ("", "_setup")
+_IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
+_MISSING = object()
+
+
+class ExerciseObjects:
+    """The names each exercise's cells bound, and which exercise bound each name last."""
+
+    def __init__(self, namespace: MutableMapping[str, Any], grade_ids: Iterable[str]) -> None:
+        self.namespace = namespace
+        self.grade_ids = set(grade_ids)
+        self.own: dict[str, dict[str, Any]] = {}  # grade id -> name -> what its cells bound
+        self.bound_by: dict[str, str | None] = {}  # name -> grade id, None for other cells
+        self._before: dict[str, Any] | None = None
+        self._running: str | None = None
+
+    def exercise_of(self, cell_id: str | None) -> tuple[str | None, str]:
+        """(the grade id of the exercise the cell belongs to, or None; the cell's suffix)."""
+        if not cell_id:
+            return None, ""
+        if cell_id in self.grade_ids:
+            return cell_id, ""
+        for suffix in SUFFIXES:
+            if cell_id.endswith(suffix) and cell_id[: -len(suffix)] in self.grade_ids:
+                return cell_id[: -len(suffix)], suffix
+        return None, ""
+
+    def before_cell(self, cell_id: str | None) -> None:
+        grade_id, suffix = self.exercise_of(cell_id)
+        if grade_id is not None and suffix not in STARTS:
+            for name, value in self.own.get(grade_id, {}).items():
+                if self.bound_by.get(name) not in (None, grade_id) and name in self.namespace:
+                    self.namespace[name] = value
+                    self.bound_by[name] = grade_id
+        self._running = grade_id
+        self._before = _names(self.namespace)
+
+    def after_cell(self) -> None:
+        if self._before is None:
+            return
+        before, grade_id = self._before, self._running
+        self._before = None
+        for name, value in _names(self.namespace).items():
+            if before.get(name, _MISSING) is not value:
+                self.bound_by[name] = grade_id
+                if grade_id is not None:
+                    self.own.setdefault(grade_id, {})[name] = value
+
+
+def _names(namespace: MutableMapping[str, Any]) -> dict[str, Any]:
+    """The notebook's own names: not IPython's (`_`, `_i3`, `In`, ...)."""
+    return {
+        name: value
+        for name, value in namespace.items()
+        if not name.startswith("_") and name not in _IPYTHON_NAMES
+    }
+
+
+def follow_cells() -> ExerciseObjects | None:
+    """Start following the cells of the IPython kernel this runs in; None outside one, or when
+    the notebook is being graded."""
+    import sys
+
+    if os.environ.get("NBGRADER_EXECUTION") or "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "events"):
+        return None
+    from autograder.exercises.kit import registry
+
+    objects = ExerciseObjects(shell.user_ns, registry.grade_ids())
+    shell.events.register(
+        "pre_run_cell", lambda info: objects.before_cell(getattr(info, "cell_id", None))
+    )
+    shell.events.register("post_run_cell", lambda result: objects.after_cell())
+    return objects
