@@ -40,11 +40,16 @@ def check(
         raise CannotGrade(f"cannot write the summary to {summary}: no folder {summary.parent}")
     coursedir = CourseDirectory(config=load_config(root, db_url, config))
     url = coursedir.db_url
-    try:
-        with Gradebook(url, coursedir.course_id) as gradebook:
-            known = sorted(assignment.name for assignment in gradebook.assignments)
-    except (SQLAlchemyError, ImportError) as error:  # ImportError: the URL's driver is missing
-        raise CannotGrade(f"cannot open the gradebook {_shown(url)}: {_reason(error)}") from None
+    if _missing_sqlite_file(url):  # opening it would create it: a run that stops leaves none
+        known = []
+    else:
+        try:
+            with Gradebook(url, coursedir.course_id) as gradebook:
+                known = sorted(assignment.name for assignment in gradebook.assignments)
+        except (SQLAlchemyError, ImportError) as error:  # ImportError: no driver for the URL
+            raise CannotGrade(
+                f"cannot open the gradebook {_shown(url)}: {_reason(error)}"
+            ) from None
     # One that only has submissions is left to fail per submission, with nbgrader's message.
     unknown = [
         name
@@ -77,6 +82,20 @@ def course_lock(root: Path) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)
+
+
+def _missing_sqlite_file(url: str) -> bool:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    database = parsed.database
+    return (
+        parsed.get_backend_name() == "sqlite"
+        and database not in (None, "", ":memory:")
+        and not Path(database).exists()
+        and Path(database).parent.is_dir()  # else opening it says why it cannot be made
+    )
 
 
 def _shown(url: str) -> str:

@@ -149,6 +149,12 @@ def test_bad_input_is_one_clear_sentence_and_nothing_is_graded(case, small_cours
     assert not (root / "autograded").exists()
 
 
+def test_a_folder_that_is_no_course_is_refused_and_left_as_it_was(tmp_path, capsys):
+    assert main(["--root", str(tmp_path), "autograde", "ps1"]) == 1
+    assert "no assignment ps1 in the gradebook" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no gradebook.db made to find that out
+
+
 def test_a_missing_course_folder_and_zero_jobs_are_refused(tmp_path, capsys):
     assert main(["--root", str(tmp_path / "nope"), "autograde"]) == 1
     assert f"hooklab: no course folder at {tmp_path / 'nope'}" in capsys.readouterr().err

@@ -151,3 +151,28 @@ def test_ctrl_c_and_a_read_only_folder_end_in_one_line(
     assert main(["autograde", "forward_hooks"]) == status
     err = capsys.readouterr().err
     assert expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_timeout_given_as_nbgraders_executepreprocessor_option_is_the_one_reported(
+    tmp_path, monkeypatch, capsys
+):
+    """nbgrader's Execute takes ExecutePreprocessor's options too: a cell stopped after the
+    command line's 2 s is reported as timed out after 2 s, not after the course's default."""
+    from golden import answers
+
+    from autograder import course, notebooks
+
+    make_course(tmp_path, ["forward_hooks"])
+    config = tmp_path / "nbgrader_config.py"  # without the course's own Execute.timeout
+    text = config.read_text(encoding="utf-8")
+    assert "c.Execute.timeout = 60\n" in text
+    config.write_text(text.replace("c.Execute.timeout = 60\n", ""), encoding="utf-8")
+    correct = notebooks.parse_answers(answers("forward_hooks", "all_correct"))
+    student = notebooks.read(course.notebook_path("notebooks", "forward_hooks", tmp_path))
+    looping = notebooks.fill_answers(student, {**correct, "mlp_report": "while True:\n    pass"})
+    course.submit(looping, "loops", "forward_hooks", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv = ["autograde", "forward_hooks", "--ExecutePreprocessor.timeout=2"]
+    assert main(argv) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cell mlp_report timed out after 2 s" in err, err

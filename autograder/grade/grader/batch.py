@@ -23,6 +23,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from autograder.course import COURSE_ORDER
@@ -427,7 +428,9 @@ class Batch:
 
     def _execution_notes(self, result: NotebookResult) -> list[str]:
         """Faults nbgrader recorded as cell errors and graded anyway, one sentence each."""
-        timeout = self.config.Execute.get("timeout", 30)
+        # The timeout the worker's executor got: nbgrader's Execute reads ExecutePreprocessor's
+        # options too, so only its own configuration knows which applies.
+        timeout = Execute(config=self.config).timeout
         memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
         executed = json.loads(result.output)
         notes = [result.weaker] if result.weaker else []  # no sandbox: say it every time
