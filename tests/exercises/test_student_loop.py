@@ -152,3 +152,21 @@ def test_a_name_the_student_rebinds_in_a_cell_of_their_own_stays_rebound():
         assert session.run(scratch).status == "ok"
         verdict = session.run(session.cells[session.index("forward_add5_test")])
         assert "✓ forward_add5" not in verdict.text, verdict.text
+
+
+@pytest.mark.nbgrader
+def test_a_check_run_before_the_cell_under_the_answer_says_to_run_that_cell():
+    """A correct answer whose run cell was skipped: the check says to run that cell (not that
+    the hook is wrong), and passes once it ran."""
+    correct = notebooks.parse_answers(answers("forward_hooks", "all_correct"))
+    with StudentSession("forward_hooks") as session:
+        session.run_all()
+        for grade_id in ("forward_collect", "forward_add5", "pre_hook_replace", "mlp_report"):
+            session.answer(grade_id, typed(session, grade_id, correct[grade_id]))
+            assert session.run(session.cells[session.index(grade_id)]).status == "ok"
+            check = session.cells[session.index(f"{grade_id}_test")]
+            verdict = session.run(check)
+            assert verdict.status == "ok" and "not done yet" in verdict.text, verdict.text
+            assert "run the cell under your answer cell" in " ".join(verdict.text.split())
+            session.run(session.cells[session.index(f"{grade_id}_run")])
+            assert f"✓ {grade_id}" in session.run(check).text

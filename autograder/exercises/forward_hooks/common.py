@@ -117,3 +117,14 @@ def quiz_answer(s: Student, name: str) -> Any:
         )
     s.record(**{name: value})
     return value
+
+
+def run_cell_not_run_since(module: str, name: str, call: str) -> NotDoneYet:
+    """The answer works on a fresh module, but the notebook's `name` does not show it: the cell
+    under the answer cell, which makes `name`, has not run since the answer cell did."""
+    return NotDoneYet(
+        _(
+            "your answer works on a fresh `{module}`, but `{name}` does not show it yet: run "
+            "the cell under your answer cell (it calls `{call}`), then this check again."
+        ).format(module=module, name=name, call=call)
+    )

@@ -8,6 +8,7 @@ from autograder.exercises.forward_hooks.common import (
     left_by_an_earlier_run,
     registered_repeatedly,
     require_original_add,
+    run_cell_not_run_since,
     split_hooks,
 )
 from autograder.exercises.forward_hooks.models import make_add
@@ -125,13 +126,15 @@ def visible(s: Student) -> str:
     require_original_add(s)
     hooks, stale = _registered(s)
     a, b = random_pairs(s.rng, [(1,)])[0]
-    _on_fresh_add(s, hooks, a, b)  # errors and their causes first
+    fresh = _on_fresh_add(s, hooks, a, b)  # errors and their causes first
     x1, x2, output = s.get("x1"), s.get("x2"), s.get("output")
     s.record(x1=x1, x2=x2, output=output)
     if close(output, x1 + x2 + 5):
         return _("the output is x1 + x2 + 5.")
     if stale:
         raise left_by_an_earlier_run("add", stale, FRESH)
+    if close(fresh, a + b + 5):
+        raise run_cell_not_run_since("Add", "output", "add(x1, x2)")
     raise _wrong(s, hooks, output, x1, x2)
 
 

@@ -10,6 +10,7 @@ from torch import nn
 
 from autograder.exercises.forward_hooks.common import (
     left_by_an_earlier_run,
+    run_cell_not_run_since,
     split_hooks,
 )
 from autograder.exercises.forward_hooks.models import make_mlp
@@ -133,6 +134,14 @@ def _compare(got: object, expected: dict, hooks: list) -> None:
         _compare_value(key, got[key], want)
 
 
+def _matches(got: object, expected: dict, hooks: list) -> bool:
+    try:
+        _compare(got, expected, hooks)
+    except CheckFailed:
+        return False
+    return True
+
+
 def _compare_value(key: str, value: object, want: object) -> None:
     entry = f"report[{key!r}]"
     if isinstance(want, type):
@@ -199,7 +208,8 @@ def _trials(rng: torch.Generator) -> list:
 def visible(s: Student) -> str:
     hooks, stale = _registered(s)
     own = built_from(s.rng, make_mlp)
-    _report_on(s, hooks, own, torch.rand(100, generator=s.rng))  # errors and their causes first
+    own_x = torch.rand(100, generator=s.rng)
+    own_report = _report_on(s, hooks, own, own_x)  # errors and their causes first
     net, x, report = s.get("net"), s.get("x"), s.get("report")
     layers = {
         f"{name}.{p}": getattr(getattr(net, name, None), p, None)
@@ -212,6 +222,8 @@ def visible(s: Student) -> str:
     except CheckFailed:
         if stale:
             raise left_by_an_earlier_run("net.fc2", stale, FRESH) from None
+        if _matches(own_report, expected_report(own, own_x), hooks):
+            raise run_cell_not_run_since("Net", "report", "net(x)") from None
         raise
     return _("the report gives fc2's input and output types, sizes and the output norm.")
 

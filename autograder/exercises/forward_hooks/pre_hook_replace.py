@@ -9,6 +9,7 @@ from autograder.exercises.forward_hooks.common import (
     left_by_an_earlier_run,
     registered_repeatedly,
     require_original_add,
+    run_cell_not_run_since,
     split_hooks,
 )
 from autograder.exercises.forward_hooks.models import make_add
@@ -173,7 +174,7 @@ def visible(s: Student) -> str:
         raise left_by_an_earlier_run("add", stale, FRESH)
     if not close(fresh, 2 * a + b):
         raise _wrong(pres, fresh, a, b)
-    raise _wrong(pres, output, x1, x2)
+    raise run_cell_not_run_since("Add", "output", "add(x1, x2)")
 
 
 def hidden(s: Student) -> str:

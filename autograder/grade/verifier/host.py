@@ -13,8 +13,9 @@ isolates like a kernel (autograder/grade/kernels/), and that never runs student 
    rebuild the inputs from the seed and recompute what is expected with torch.
 
 So a cell elsewhere in the notebook (a "fix" of the checks, a forged result) never reaches an
-exercise's verdict, and an answer cell can only pass by making its own checks pass on inputs
-it did not choose.
+exercise's verdict. The answer cell itself still runs before its checks in the same process,
+so code there that rewrites them can forge that one exercise (docs/threat-model.md, "What is
+not defended yet").
 """
 
 from __future__ import annotations
