@@ -1,6 +1,8 @@
 """Does every forward_hooks check accept right answers and name each listed mistake, with its cause,
 without handing over the solution on a first failure?"""
 
+import re
+
 import pytest
 import torch
 from golden import answers
@@ -634,3 +636,21 @@ def test_in_a_kernel_running_the_add_class_cell_undoes_a_changed_class():
         assert "class itself has been changed" in session.run_to_check("forward_add5")[-1].text
         assert session.run(session.cells[session.index("add_class")]).status == "ok"
         assert "✓ forward_add5" in session.run_to_check("forward_add5")[-1].text
+
+
+@pytest.mark.parametrize(
+    ("case", "grade_id", "code", "korean_note"),
+    [
+        ("hook_left_registered", "remove_handle", "module(*inputs)   # hook은", "블록이 끝나면"),
+        ("hook_on_the_wrong_module", "method_hook", "(self.save_output)   #", "__init__ 안에서"),
+    ],
+)
+def test_a_fixs_comment_is_in_the_notebooks_language(case, grade_id, code, korean_note):
+    from autograder.exercises.kit.run import run_check
+    from autograder.i18n import speaking
+
+    run = run_notebook(A, answers(A, case), until=f"{grade_id}_hidden")
+    with speaking("ko"):
+        outcome = run_check(grade_id, run.namespace)
+    assert outcome.status == "failed" and code in outcome.fix and korean_note in outcome.fix
+    assert not re.search(r"#[ a-z_]*[a-z]{3,} [a-z]{3,}", outcome.fix), outcome.fix

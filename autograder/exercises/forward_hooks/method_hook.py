@@ -18,7 +18,15 @@ HINTS = [
     N_("`save_output` takes `self` and then the usual `(module, input, output)`."),
     N_("Keep the output, detached, on the instance as `self.last_output`."),
 ]
-FIX_REGISTER = "self.linear.register_forward_hook(self.save_output)   # in __init__"
+FIX_REGISTER = "self.linear.register_forward_hook(self.save_output)"
+FIX_REGISTER_NOTE = N_("in __init__")
+
+
+def _fix_register() -> str:
+    """The fix, its comment in the notebook's language."""
+    return f"{FIX_REGISTER}   # {_(FIX_REGISTER_NOTE)}"
+
+
 FIX_DETACH = "self.last_output = output.detach()"
 
 
@@ -37,7 +45,7 @@ def _no_method_hook(probe: nn.Module, linear: nn.Module) -> CheckFailed:
                 "the layer's output. (Here the two happen to be equal, because `forward` returns "
                 "the layer's output; in a bigger model they are not.)"
             ),
-            fix=FIX_REGISTER,
+            fix=_fix_register(),
         )
     others = [h for h in registered_hooks(linear, "forward") if not is_stub(h)]
     if others:
@@ -47,7 +55,7 @@ def _no_method_hook(probe: nn.Module, linear: nn.Module) -> CheckFailed:
                 "exercise is a hook that is a method, `self.save_output`, registered in "
                 "`__init__`, so that every Probe keeps what it sees on itself."
             ).format(got=describe(others[-1])),
-            fix=FIX_REGISTER,
+            fix=_fix_register(),
         )
     save_output = getattr(type(probe), "save_output", None)
     if save_output is None or is_stub(save_output):
@@ -62,7 +70,7 @@ def _no_method_hook(probe: nn.Module, linear: nn.Module) -> CheckFailed:
             "no forward hook is registered on `probe.linear`: a new Probe must register its "
             "method `save_output` on its layer in `__init__`, or the method never runs."
         ),
-        fix=FIX_REGISTER,
+        fix=_fix_register(),
     )
 
 
@@ -90,7 +98,7 @@ def _check_probe(s: Student, probe: nn.Module, x: torch.Tensor, params=None) -> 
                 "in `forward`, so the hooks pile up on the layer, one per call. Register it once, "
                 "in `__init__`."
             ),
-            fix=FIX_REGISTER,
+            fix=_fix_register(),
         )
     if not methods:
         raise _no_method_hook(probe, linear)

@@ -22,10 +22,13 @@ HINTS = [
     N_("Call `module(*inputs)` inside the `with` block and return the stored output after it."),
 ]
 SHAPES = {False: [(1,)], True: [(2,), (3, 1)]}  # the visible and the hidden check's trials
-FIX = (
-    "with module.register_forward_hook(hook):\n"
-    "    module(*inputs)   # the hook runs here, and is removed when the block ends"
-)
+FIX_CODE = "with module.register_forward_hook(hook):\n    module(*inputs)"
+FIX_NOTE = N_("the hook runs here, and is removed when the block ends")
+
+
+def _fix() -> str:
+    """The fix, its comment in the notebook's language."""
+    return f"{FIX_CODE}   # {_(FIX_NOTE)}"
 
 
 def _how_it_was_used(module, raised: bool) -> CheckFailed | None:
@@ -56,7 +59,7 @@ def _how_it_was_used(module, raised: bool) -> CheckFailed | None:
                 "calls it after the hook was removed (or before registering it), so the hook "
                 "never saw an output. Call the module while the hook is registered."
             ),
-            fix=FIX,
+            fix=_fix(),
         )
     return None
 
@@ -85,7 +88,7 @@ def _capture(s: Student, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
                 "(and keeps alive whatever it stores) for as long as the module exists: remove "
                 "it before returning, with the handle that `register_forward_hook` gave you."
             ).format(count=left),
-            fix=FIX,
+            fix=_fix(),
         )
     if not close(got, x1 + x2):
         if isinstance(got, list | tuple) and len(got) == 1 and close(got[0], x1 + x2):
