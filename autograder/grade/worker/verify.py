@@ -184,6 +184,10 @@ class Guard:
         flags = [_flag_text(finding) for finding in findings] + layout_notes(nb)
         tr = translator(self.language)
         for finding_cell, items in _by_cell(nb, findings):
+            # A cell whose syntax error the kernel showed already needs no second word on it.
+            items = [f for f in items if not _showed_syntax_error(f, finding_cell)]
+            if not items:
+                continue
             text = "\n".join(
                 tr(N_("⚠ grader: {note}")).format(note=_flag_text(f, tr)) for f in items
             )
@@ -303,6 +307,11 @@ SYNTAX_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
 def _ran_without_syntax_error(cell: Any) -> bool:
     errors = {o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"}
     return cell.get("execution_count") is not None and not errors & SYNTAX_ERRORS
+
+
+def _showed_syntax_error(finding: Finding, cell: Any) -> bool:
+    errors = {o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"}
+    return finding.kind == UNPARSABLE and bool(errors & SYNTAX_ERRORS)
 
 
 def _flag_text(finding: Finding, tr: Any = str) -> str:

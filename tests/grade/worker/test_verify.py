@@ -246,3 +246,25 @@ def test_seeds_are_stable_and_differ_per_student_cell_and_secret():
     others = {seed_for("s", "bob", "a", "x"), seed_for("s", "alice", "a", "y")}
     others.add(seed_for("t", "alice", "a", "x"))
     assert seed not in others and len(others) == 3
+
+
+def test_a_syntax_error_the_kernel_showed_gets_no_second_note_in_the_notebook():
+    """The scan cannot read a cell that does not parse; when the kernel showed its SyntaxError,
+    the notebook (and so the student's feedback) gets no grader line beside it, as with stock
+    nbgrader; the instructor's flags still list it."""
+    cells = [
+        notebooks.nbformat.v4.new_code_cell("squares = [n * n for n in range(3)"),
+        notebooks.nbformat.v4.new_code_cell("assert squares == [0, 1, 4]"),
+    ]
+    cells[0].metadata["nbgrader"] = {"solution": True, "grade_id": "squares", "grade": False}
+    cells[1].metadata["nbgrader"] = {"grade": True, "grade_id": "t", "points": 1, "solution": False}
+    nb = notebooks.nbformat.v4.new_notebook(cells=cells)
+    guard = _run(nb, Guard("alice", "ps1", "s", run_verifier=InProcessVerifier))
+    assert [o.get("ename") for o in nb.cells[0].outputs] == ["SyntaxError"]
+    flags, _, _, verified = _verified(guard, nb)
+    assert [o.output_type for o in verified.cells[0].outputs] == ["error"]
+    assert any("cannot be read" in flag for flag in flags)
+    # Not run at all (a kernel that died before it): the note says what the kernel never did.
+    nb.cells[0].outputs, nb.cells[0].execution_count = [], None
+    _, _, _, verified = _verified(guard, nb)
+    assert any("cannot be read" in o.get("text", "") for o in verified.cells[0].outputs)
