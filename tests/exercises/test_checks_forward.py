@@ -212,6 +212,10 @@ def test_rebinding_output_without_return_and_the_fix_after_repeated_failures(mon
         (add5("return output"), "so the output stays x1 + x2"),
         (add5("return output + 5", "Add().register_forward_hook(hook)"), "no forward hook"),
         (answers(A, "registered_twice"), "`hook` is registered 2 times on `add`"),
+        (
+            add5("return output + 5", "add.register_forward_pre_hook(hook)"),
+            "`hook` is registered on `add` as a pre-hook",
+        ),
     ],
 )
 def test_forward_add5_mistakes(answer, phrase):

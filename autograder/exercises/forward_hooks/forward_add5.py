@@ -36,6 +36,16 @@ def _registered(s: Student) -> tuple[list, list]:
     if not hooks:
         if stale:
             raise left_by_an_earlier_run("add", stale, FRESH)
+        pres, _stale = split_hooks(s, add, "forward_pre")
+        if pres:
+            raise CheckFailed(
+                _(
+                    "`{name}` is registered on `add` as a pre-hook, which runs before `forward` "
+                    "and sees only the inputs: it cannot change the output. A forward hook, "
+                    "registered with `register_forward_hook`, runs after `forward` and can "
+                    "return a new output."
+                ).format(name=getattr(pres[-1], "__name__", "hook"))
+            )
         written = s.namespace.get("hook")
         if s.hooks_on(add, "forward") or not callable(written) or is_stub(written):
             raise NotDoneYet(
