@@ -170,3 +170,19 @@ def test_a_check_run_before_the_cell_under_the_answer_says_to_run_that_cell():
             assert "run the cell under your answer cell" in " ".join(verdict.text.split())
             session.run(session.cells[session.index(f"{grade_id}_run")])
             assert f"✓ {grade_id}" in session.run(check).text
+
+
+@pytest.mark.nbgrader
+def test_a_set_up_cell_run_again_after_the_answer_says_to_run_the_answer_again():
+    correct = notebooks.parse_answers(answers("module_apply", "all_correct"))
+    with StudentSession("module_apply") as session:
+        session.run_all()
+        session.answer(
+            "apply_add_bias", typed(session, "apply_add_bias", correct["apply_add_bias"])
+        )
+        assert "✓ apply_add_bias" in session.run_to_check("apply_add_bias")[-1].text
+        for cell_id in ("apply_add_bias_setup", "apply_add_bias_run"):  # a new `model`
+            session.run(session.cells[session.index(cell_id)])
+        verdict = session.run(session.cells[session.index("apply_add_bias_test")])
+        text = " ".join(verdict.text.split())
+        assert "`model` was made again after your answer cell ran" in text, text

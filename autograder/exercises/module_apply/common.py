@@ -172,13 +172,17 @@ def require_returned(s: Student, fn_name: str) -> nn.Module:
         if isinstance(returned, nn.Module)
         else describe(returned)
     )
-    raise CheckFailed(
-        _(
-            "`returned_module` should be `model` itself, got {got}: the answer cell's last "
-            "line applies `{fn}` to the notebook's `model`, and model.apply(fn) returns the "
-            "module it was called on. Keep that line as the notebook gives it."
-        ).format(got=got, fn=fn_name)
-    )
+    message = _(
+        "`returned_module` should be `model` itself, got {got}: the answer cell's last "
+        "line applies `{fn}` to the notebook's `model`, and model.apply(fn) returns the "
+        "module it was called on. Keep that line as the notebook gives it."
+    ).format(got=got, fn=fn_name)
+    if type(returned) is type(model):  # maybe the line is as given, and `model` is newer
+        message += " " + _(
+            "If you kept it, `model` was made again after your answer cell ran (by a cell above "
+            "it): run your answer cell again, then the cells under it."
+        )
+    raise CheckFailed(message)
 
 
 def require_registered(model: nn.Module, names: tuple[str, ...]) -> None:
