@@ -122,3 +122,30 @@ def test_a_stopped_run_grades_no_more_and_leaves_no_row_for_what_it_did_not_grad
             if any(s.student_id == case for s in gradebook.find_assignment(assignment).submissions)
         }
     assert rows == set(dispatched)
+
+
+def test_a_submission_staged_and_then_not_graded_leaves_no_folder(root, tmp_path):
+    """Staged ahead, then the run stopped before a worker took it: neither its staging folder
+    nor the autograded/<student>/ folder made for it stays (nbgrader would skip a submission
+    whose folder exists, and an instructor sees a folder as a graded one)."""
+    import shutil
+
+    from golden import answers
+
+    from autograder import course
+
+    shutil.copy(root / "gradebook.db", tmp_path / "gradebook.db")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    nb = course.answered_notebook(answers("forward_hooks", "all_correct"), "forward_hooks", root)
+    course.submit(nb, "newcomer", "forward_hooks", root)
+    # A file beside the notebook: nbgrader copies it when the submission is staged.
+    (root / "submitted" / "newcomer" / "forward_hooks" / "data.txt").write_text("1 2 3\n")
+    try:
+        batch = Batch(root, "forward_hooks", students="newcomer", db_url=url)
+        staged = batch.stage("newcomer")
+        folder = root / "autograded" / "newcomer"
+        assert folder.is_dir() and any(folder.iterdir())  # its staging folder
+        batch.unstage(staged)
+        assert not folder.exists()
+    finally:
+        shutil.rmtree(root / "submitted" / "newcomer")

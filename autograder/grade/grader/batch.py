@@ -11,7 +11,6 @@ import multiprocessing
 import os
 import queue
 import secrets
-import shutil
 import signal
 import threading
 import time
@@ -329,9 +328,7 @@ class Batch:
         stopped first): its staging folder goes, and a submission the gradebook did not have
         before goes from it again, so no row of zeros stands for work nobody graded. A regraded
         one keeps its earlier grades, and any earlier autograded folder stays."""
-        staged.converter.staging = True  # its staging folder goes; an earlier folder stays
-        shutil.rmtree(staged.converter.destination(self.assignment, staged.student), True)
-        staged.converter.staging = False
+        staged.converter.drop_staging(self.assignment, staged.student)
         if not staged.new:
             return
         # Failing here leaves a row too many, no more: the next run grades it.

@@ -91,9 +91,16 @@ class EngineAutograde(Autograde):
         for staging in (True, False):
             self.staging = staging
             shutil.rmtree(self._format_dest(assignment, student), ignore_errors=True)
-        student_folder = Path(self._format_dest(assignment, student)).parent
-        if student_folder.is_dir() and not any(student_folder.iterdir()):
-            student_folder.rmdir()  # made only for the staging folder
+        _remove_if_empty(Path(self._format_dest(assignment, student)).parent)
+
+    def drop_staging(self, assignment: str, student: str) -> None:
+        """Remove the staging folder of a submission that is not graded after all (the run was
+        stopped first); an earlier autograded folder stays."""
+        self.staging = True
+        staged = Path(self._format_dest(assignment, student))
+        self.staging = False
+        shutil.rmtree(staged, ignore_errors=True)
+        _remove_if_empty(staged.parent)
 
     def prepare(self, notebooks: list[str]) -> None:
         """What nbgrader's `start()` does before its loop, for one submission's notebooks (and
@@ -120,6 +127,12 @@ class EngineAutograde(Autograde):
         penalties = AssignLatePenalties(parent=self, config=self.config)
         penalties.preprocess(nbformat.v4.new_notebook(), resources)
         self.write_single_notebook(result.output, resources)
+
+
+def _remove_if_empty(student_folder: Path) -> None:
+    """A student's autograded folder made only for a staging folder that is gone now."""
+    if student_folder.is_dir() and not any(student_folder.iterdir()):
+        student_folder.rmdir()
 
 
 def save_auto_grades(ids: dict, result: NotebookResult) -> None:
