@@ -50,10 +50,21 @@ def graded(tmp_path_factory):
 
 @pytest.mark.parametrize(("assignment", "case"), cases(), ids=[f"{a}/{c}" for a, c in cases()])
 def test_engine_gives_the_golden_scores(graded, assignment, case):
-    _, results, scores = graded
-    assert results[(assignment, case)].status == "graded"
+    root, results, scores = graded
+    result = results[(assignment, case)]
+    assert result.status == "graded"
     got = {cell.cell: cell.score for cell in scores[assignment][case]}
-    assert got == expected_scores(assignment, case)
+    expected = expected_scores(assignment, case)
+    if got != expected:  # what the differing cells showed, to tell a flake from a bug
+        nb = notebooks.read(root / "autograded" / case / assignment / f"{assignment}.ipynb")
+        shown = {
+            cell.metadata.get("nbgrader", {}).get("grade_id"): [
+                o.get("text") or o.get("evalue") for o in cell.get("outputs", [])
+            ]
+            for cell in nb.cells
+        }
+        differing = {c: shown.get(c) for c in expected if got.get(c) != expected[c]}
+        pytest.fail(f"{got} != {expected}; {result.message}; outputs: {differing}")
 
 
 def test_test_cells_are_restored_from_the_gradebook(graded):
