@@ -28,7 +28,7 @@ MODULE = '''\
 from autograder.exercises.forward_hooks.models import make_add
 from autograder.exercises.kit.evidence import random_pairs
 from autograder.exercises.kit.judge import expect_close, item
-from autograder.exercises.kit.student import Student
+from autograder.exercises.kit.student import Student, is_stub
 from autograder.feedback import CheckFailed, NotDoneYet, describe
 from autograder.i18n import N_, _
 from autograder.tolerances import close
@@ -50,9 +50,9 @@ def _expect(got, x1, x2, where: str) -> None:
 
 
 def visible(s: Student) -> str:
-    hooks = s.hooks_on(s.get("add"), "forward")
-    if not hooks:
-        raise NotDoneYet(_("register a forward hook on `add`."))
+    hooks = [h for h in s.hooks_on(s.get("add"), "forward") if not is_stub(h)]
+    if not hooks:  # the untouched stub registers its hook too: it does nothing yet
+        raise NotDoneYet(_("write the hook's body, then run the answer cell."))
     x1, x2, output = s.get("x1"), s.get("x2"), s.get("output")
     s.record(x1=x1, x2=x2, output=output)
     _expect(output, x1, x2, "add(x1, x2)")
@@ -60,9 +60,9 @@ def visible(s: Student) -> str:
 
 
 def hidden(s: Student) -> str:
-    hooks = s.hooks_on(s.get("add"), "forward")
-    if not hooks:
-        raise NotDoneYet(_("register a forward hook on `add`."))
+    hooks = [h for h in s.hooks_on(s.get("add"), "forward") if not is_stub(h)]
+    if not hooks:  # the untouched stub registers its hook too: it does nothing yet
+        raise NotDoneYet(_("write the hook's body, then run the answer cell."))
     for trial, (x1, x2) in enumerate(random_pairs(s.rng, SHAPES)):
         add = make_add()
         for fn in hooks:
@@ -168,3 +168,7 @@ def test_a_toy_exercise_added_as_the_doc_says_is_graded_end_to_end(tmp_path):
     }
     assert got["solution"] == {**expected_scores(ASSIGNMENT, "all_correct"), **POINTS}
     assert got["stub"] == {**expected_scores(ASSIGNMENT, "blank"), **dict.fromkeys(POINTS, 0.0)}
+    graded = notebooks.read(root / "autograded" / "stub" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    check = next(cell for cell in graded.cells if cell.id == f"{TOY}_test")
+    shown = " ".join(str(o.get("evalue", "")) + str(o.get("text", "")) for o in check.outputs)
+    assert "not done yet" in shown, shown  # the untouched stub is not a wrong answer
