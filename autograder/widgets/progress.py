@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import os
 import warnings
 from collections.abc import Iterator
 
@@ -28,6 +29,11 @@ _LABEL = {
     NOT_DONE: N_("not done yet"),
     FAILED: N_("failed"),
 }
+
+GRADED_NOTE = N_(
+    "While you work, this panel shows which exercises pass. In the graded copy, each "
+    "exercise's result is under its check cells."
+)
 
 _results: dict[tuple[str, bool], str] = {}  # (grade id, hidden) -> state of its latest run
 _panels: list[ProgressPanel] = []  # the panels on screen, newest last
@@ -123,6 +129,11 @@ class ProgressPanel:
         return self._html
 
     def show(self) -> None:
+        if os.environ.get("NBGRADER_EXECUTION"):
+            # The grader runs the notebook top to bottom: no check has run when this cell does,
+            # and its result would be "0 of N pass" on a full-marks copy.
+            print(_(GRADED_NOTE))
+            return
         self._shown = frontend.show(self.widget, self.text())
         # Running the progress cell again replaces its panel; only the new one needs redraws.
         _panels[:] = [panel for panel in _panels if panel.exercises != self.exercises]

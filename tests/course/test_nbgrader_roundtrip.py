@@ -2,6 +2,7 @@
 generate_assignment -> submit as students -> autograde -> read the gradebook."""
 
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -65,6 +66,22 @@ def test_solution_notebook_scores_full_marks(graded, assignment):
     _, scores = graded
     cells = scores[assignment]["solution"]
     assert cells and all(c.score == c.max_score for c in cells), cells
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_graded_solution_shows_no_empty_progress_and_no_memory_address(graded, assignment):
+    root, _scores = graded
+    autograded = notebooks.read(course.notebook_path("autograded/solution", assignment, root))
+    shown = {
+        cell.id: "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+                         for o in cell.outputs)
+        for cell in autograded.cells
+        if cell.cell_type == "code"
+    }  # fmt: skip
+    # A full-marks copy whose progress panel says "0 of 10 exercises pass" misleads its reader.
+    assert shown["progress"].strip() and not re.search(r"\d+ of \d+", shown["progress"])
+    addresses = {cid: text for cid, text in shown.items() if re.search(r" at 0x[0-9a-f]+>", text)}
+    assert not addresses, addresses
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -74,6 +74,11 @@ def test_run_all_then_answer_each_exercise(assignment):
         if set(converted) == set(exercises_in_order(assignment)):
             errors = {cid: run.text[-300:] for cid, run in ran.items() if run.status == "error"}
             assert not errors, errors
+        # An object's repr (`<torch._C.Generator at 0x7f...>`) tells a student nothing.
+        addresses = {
+            cid: r.text for cid, r in ran.items() if re.search(r" at 0x[0-9a-f]+>", r.text)
+        }
+        assert not addresses, addresses
         for grade_id in converted:
             check = ran[f"{grade_id}_test"]
             assert check.status == "ok" and "not done yet" in check.text, check.text

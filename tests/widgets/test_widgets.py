@@ -179,6 +179,19 @@ def test_a_hidden_failure_outweighs_a_visible_pass():
     assert progress.state("demo") == FAILED
 
 
+def test_while_the_grader_runs_the_notebook_the_panel_counts_nothing(monkeypatch, capsys):
+    # The grader runs the progress cell before any check: a count there would say "0 of N pass"
+    # in the graded copy and the feedback of a full-marks student.
+    check("forward_bypass", {"fire_count": 2})
+    capsys.readouterr()
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    ProgressPanel(["forward_bypass", "forward_add5"]).show()
+    shown = capsys.readouterr().out
+    assert shown.strip() and "pass" in shown
+    assert not re.search(r"\d+ of \d+", shown) and "forward_bypass" not in shown
+    assert progress._panels == []  # nothing left to redraw into a printed text
+
+
 def test_a_broken_panel_costs_no_points_and_writes_no_stderr():
     class BrokenPanel(ProgressPanel):
         def redraw(self):
