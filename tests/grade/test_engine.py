@@ -68,6 +68,22 @@ def test_engine_gives_the_golden_scores(graded, assignment, case):
         pytest.fail(f"{got} != {expected}; {result.message}; outputs: {differing}")
 
 
+@pytest.mark.parametrize("assignment", course.assignments())
+def test_every_test_cell_of_the_untouched_notebook_says_not_done_yet(graded, assignment):
+    # As under stock nbgrader (test_nbgrader_roundtrip.py), hidden test cells too, whose output
+    # the engine writes from its verifier's verdict instead of running them in the kernel.
+    root, _results, scores = graded
+    assert all(cell.score == 0 for cell in scores[assignment]["blank"])
+    autograded = notebooks.read(course.notebook_path("autograded/blank", assignment, root))
+    graded_cells = [c for c in autograded.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert any(c.id.endswith("_hidden") for c in graded_cells)
+    for cell in graded_cells:
+        [error] = [o for o in cell.outputs if o.output_type == "error"]
+        text = "\n".join(error.traceback)
+        assert error.ename == "NotDoneYet", (cell.id, error.ename, text)
+        assert "is not done yet" in text and "Traceback" not in text, (cell.id, text)
+
+
 def test_test_cells_are_restored_from_the_gradebook(graded):
     root, _, scores = graded
     got = {cell.cell: cell.score for cell in scores["forward_hooks"]["edits_test_cell"]}

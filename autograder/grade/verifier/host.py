@@ -37,7 +37,7 @@ import torch
 from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
-from autograder.exercises.kit.run import PASSED, Outcome, run_check
+from autograder.exercises.kit.run import NOT_DONE, PASSED, Outcome, run_check
 from autograder.grade.sandbox.limits import end_with_parent
 from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
 from autograder.i18n import _, speaking
@@ -334,7 +334,7 @@ def _judge(grade_id: str, hidden: bool, seed: int, outcome: Outcome | None) -> V
     if outcome is None:
         return Verdict(False, _("the grader did not get this check's result"))
     if outcome.status != PASSED:
-        return Verdict(False, outcome.message)
+        return Verdict(False, outcome.message, not_done=outcome.status == NOT_DONE)
     judge = getattr(registry.exercise(grade_id), "judge_hidden" if hidden else "judge_visible")
     try:
         judge(Evidence.generator(seed), decode(outcome.evidence))

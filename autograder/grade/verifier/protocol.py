@@ -45,6 +45,7 @@ class Verdict:
     passed: bool
     message: str  # for the student: why it did not pass (or the pass message)
     flag: str = ""  # for the instructor: why the grader does not believe a pass, if it does not
+    not_done: bool = False  # the check found the exercise not done yet (its stub, say)
     # From the grader's circumstances, not the code alone (the child timed out, was killed, or
     # its results were unreadable): not reused for another submission (worker/verdict_cache.py).
     transient: bool = False

@@ -40,6 +40,7 @@ import nbformat
 
 from autograder.exercises.kit import registry
 from autograder.grade.verifier.client import VerifierFailed
+from autograder.grade.verifier.protocol import Verdict
 from autograder.grade.verifier.request import build_request, exercises_in
 from autograder.grade.worker import hygiene, verdict_cache
 from autograder.grade.worker.scan import UNPARSABLE, Finding, scan_source
@@ -247,7 +248,7 @@ class Guard:
         if verdict.flag:  # the flag is the instructor's; the verifier's message is the student's
             cell.outputs = [_flag_output(name, verdict.message, tr)]
             return [f"{verdict.flag} (cell {name} gets 0)"]
-        cell.outputs = [_failure_output(owner, verdict.message)]
+        cell.outputs = [_failure_output(owner, verdict, tr)]
         return []
 
     def _ran(self, index: int, cell: Any) -> str:
@@ -398,6 +399,12 @@ def _owner(cell: Any, exercises: set[str]) -> str | None:
     return base if base in exercises and name in (f"{base}_test", f"{base}_hidden") else None
 
 
-def _failure_output(grade_id: str, message: str) -> Any:
-    text = f"✗ {grade_id}: {message}"
-    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[text])
+def _failure_output(grade_id: str, verdict: Verdict, tr: Any = str) -> Any:
+    """The error output the kernel shows when this check fails (feedback.py's CheckFailed and
+    NotDoneYet, rendered), for a hidden test cell the kernel did not run."""
+    if verdict.not_done:
+        ename, headline = "NotDoneYet", tr(N_("… {grade_id} is not done yet"))
+    else:
+        ename, headline = "CheckFailed", tr(N_("✗ {grade_id}"))
+    text = f"{headline.format(grade_id=grade_id)}: {verdict.message}"
+    return nbformat.v4.new_output("error", ename=ename, evalue=text, traceback=text.splitlines())
