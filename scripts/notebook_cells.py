@@ -31,7 +31,7 @@ INSTALL_SOURCE = """\
 import importlib.util, os, shlex, subprocess, sys
 
 if importlib.util.find_spec("autograder") is None and not os.environ.get("NBGRADER_EXECUTION"):
-    wanted = shlex.split(os.environ.get("HOOKLAB_INSTALL", "hooklab"))
+    wanted = shlex.split(os.environ.get("HOOKLAB_INSTALL") or "hooklab")
     print("Installing", *wanted, "with pip (a minute or two) ...")
     pip = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", *wanted], capture_output=True, text=True

@@ -77,10 +77,14 @@ def test_without_the_package_it_installs_hooklab_or_what_hooklab_install_names(m
     monkeypatch.setenv("HOOKLAB_INSTALL", "--find-links '/a dir' hooklab[lab]")
     pip.found = False
     run_cell()
+    monkeypatch.setenv("HOOKLAB_INSTALL", "")  # set, but to nothing (`%env HOOKLAB_INSTALL=`)
+    pip.found = False
+    run_cell()
     installed = [call[call.index("install") + 1 :] for call in pip.calls]
     assert installed == [
         ["--quiet", "hooklab"],
         ["--quiet", "--find-links", "/a dir", "hooklab[lab]"],
+        ["--quiet", "hooklab"],
     ]
     assert all(call[0] == sys.executable for call in pip.calls)  # the kernel's own environment
 
