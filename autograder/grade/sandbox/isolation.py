@@ -214,6 +214,45 @@ def isolate_self(request: dict) -> None:
     _become_unprivileged(uid)
 
 
+def children_apart() -> bool:
+    """In a verifier: from now on, the children it forks (each running one answer cell) start
+    in a pid namespace of their own, so that they cannot name it: `os.getppid()` is 0 there,
+    and `kill(-1, ...)` reaches nothing outside. The namespace's init is `cat` reading a pipe
+    that only this process holds open, so it ends when this process does, and with it whatever
+    the children left running. A pid namespace takes a user namespace of the process's own
+    (mapped to its own uid and gid, every capability dropped). Call it while the process has one
+    thread and is dumpable; False, with nothing changed, where the system refuses a user
+    namespace. Raises OSError if the namespace has no init (no child may be forked then)."""
+    global _init_pipe
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
+        return False
+    # Unmapped, the process would see itself as the overflow user; nothing depends on it.
+    with contextlib.suppress(OSError):
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    read, write = os.pipe()
+    try:
+        os.posix_spawn(
+            "/bin/cat",
+            ["cat"],
+            {},
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            ],
+        )
+    finally:
+        os.close(read)
+    _init_pipe = write  # never written; children close it with every other descriptor
+    if SYS_CAPSET is not None:  # elsewhere they keep the capabilities of this namespace only
+        _drop_capabilities()
+    return True
+
+
+_init_pipe: int | None = None  # the write end of the pipe children_apart()'s init reads
+
 _own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
 _own_mount_namespace: int | None = None  # the zygote's, to return to after each seal
 

@@ -8,7 +8,8 @@ isolates like a kernel (autograder/grade/kernels/), and that never runs student 
 2. for each exercise it forks a child, which runs that exercise's own locked set-up cells, the
    student's answer cell — the only student code in that process —, its locked run cells, then
    the exercise's visible and hidden checks, seeded by the grader (kit/run.py), and sends back
-   each check's outcome and evidence as JSON;
+   each check's outcome and evidence as JSON; the children's pid namespace does not hold the
+   verifier, so they cannot signal it (isolation.children_apart);
 3. it judges every passing outcome with the exercise's `judge_visible` / `judge_hidden`, which
    rebuild the inputs from the seed and recompute what is expected with torch.
 
@@ -38,6 +39,7 @@ from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
 from autograder.exercises.kit.run import NOT_DONE, PASSED, Outcome, run_check
+from autograder.grade.sandbox import isolation
 from autograder.grade.sandbox.limits import end_with_parent
 from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
 from autograder.i18n import _, speaking
@@ -52,6 +54,11 @@ def serve(path: str, accept_within: float = 60.0, on_listening: Any = None) -> N
     verifier's folder then, before any answer cell runs)."""
     import socket
 
+    # First, while this process has one thread and is dumpable: children that cannot signal it
+    # (an answer cell that kills the verifier would leave its whole notebook ungraded). Once its
+    # children's pid namespace is set, no thread can start here: torch computes on this one.
+    torch.set_num_threads(1)
+    isolation.children_apart()
     # Not dumpable: the children this process forks (student code) can neither ptrace it nor
     # read its memory through /proc.
     with contextlib.suppress(OSError, AttributeError):

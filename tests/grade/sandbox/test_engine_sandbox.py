@@ -110,6 +110,11 @@ def _attacks(root: Path, port: int, run_dir: str) -> dict[str, str]:
         "        started += 1\n"
         "except OSError as error:\n"
         "    print(f'BLOCKED fork bomb after {started} processes: {error}')\n",
+        # Nothing in the kernel; in the verifier's child, which runs the answer cell on its own,
+        # a kill of its parent (never kill(-1): unsandboxed, as root, it would end the machine).
+        "kills_the_verifier": "import os, signal\n"
+        "if 'In' not in dir():  # no IPython history: the answer cell runs on its own\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n",
         "ignores_interrupts": "import time\n"
         "while True:\n"
         "    try:\n"
@@ -200,6 +205,16 @@ def test_attacks_fail_inside_the_kernel_and_the_notebook_is_graded(sandboxed, ca
     if case != "all_correct":
         out = _outputs(root, case)
         assert "BLOCKED" in out and "LEAKED" not in out, out
+
+
+def test_an_answer_cell_that_kills_the_verifier_costs_only_its_own_exercise(sandboxed):
+    root, results, scores = sandboxed
+    assert results["kills_the_verifier"].status == "graded", results["kills_the_verifier"]
+    expected = expected_scores(ASSIGNMENT, "all_correct")
+    expected |= {"mlp_report_test": 0.0, "mlp_report_hidden": 0.0}
+    assert _scores(scores, "kills_the_verifier") == expected
+    verdicts = _verdicts(root, "kills_the_verifier")
+    assert verdicts and all("ended the process" in text for text in verdicts), verdicts
 
 
 def test_every_probe_was_blocked(sandboxed):

@@ -3,6 +3,13 @@ scores say, running each answer cell on its own; and code outside an answer cell
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
 import pytest
 import torch
 from golden import cases, expected_scores, restored_notebook
@@ -57,3 +64,59 @@ def test_a_cell_outside_the_answers_cannot_pass_an_exercise():
     assert verdicts["forward_collect"] and not any(
         v.passed for by_check in verdicts.values() for v in by_check.values()
     )
+
+
+# Code an answer cell could hold to end the verifier that runs it on its own: in the kernel it
+# does nothing; in the verifier's child it kills the parent.
+# (Never `kill(-1)` here: where the children are not kept apart, a test run as root would
+# kill every process of the machine.)
+KILLS_THE_VERIFIER = """
+import os, signal
+if "In" not in dir():  # no IPython history: the answer cell runs on its own
+    os.kill(os.getppid(), signal.SIGKILL)
+"""
+# The verifier as the kernel template starts it: forked, so with one thread (torch's import
+# starts another, and a process with two cannot have a user namespace of its own).
+SERVE = """
+import os, sys
+from autograder.grade.verifier import host
+pid = os.fork()
+if pid == 0:
+    try:
+        host.serve({path!r})
+    finally:
+        os._exit(0)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_an_answer_cell_cannot_end_the_verifier_and_the_other_exercises_keep_their_verdicts(
+    tmp_path,
+):
+    nb = restored_notebook("forward_hooks", "all_correct")
+    answer = next(cell for cell in nb.cells if cell.get("id") == "forward_add5")
+    answer.source = KILLS_THE_VERIFIER + answer.source
+    path = str(tmp_path / "verifier.sock")
+    server = subprocess.Popen([sys.executable, "-c", SERVE.format(path=path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with socket.socket(socket.AF_UNIX) as connection:
+            connection.connect(path)
+            request = build_request(nb, seed).to_dict()
+            connection.sendall((json.dumps(request) + "\n").encode())
+            with connection.makefile("rb") as reader:
+                line = reader.readline()
+        assert server.wait(30) == 0
+    finally:
+        server.kill()
+    assert line, "the verifier ended without an answer"
+    reply = json.loads(line)
+    assert set(reply) == set(exercises_in(nb))
+    for grade_id, by_check in reply.items():
+        for verdict in by_check.values():
+            if grade_id == "forward_add5":  # getppid() is 0 in the child: it killed its group
+                assert not verdict["passed"] and "ended the process" in verdict["message"]
+            else:
+                assert verdict["passed"], (grade_id, verdict)
