@@ -205,6 +205,26 @@ def test_rebinding_output_without_return_and_the_fix_after_repeated_failures(mon
     assert "return output + 5" not in messages[1] and "return output + 5" in messages[2]
 
 
+def test_a_mistake_without_a_fix_gets_one_more_hint_at_each_repeated_failure(monkeypatch):
+    from autograder.exercises.forward_hooks.forward_bypass import HINTS
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    kit_notebook._failures.clear()
+    messages = []
+    for _attempt in range(6):
+        with pytest.raises(CheckFailed) as info:
+            check("forward_bypass", {"fire_count": 3})  # wrong: no code-level fix for a count
+        messages.append(info.value.message)
+    assert all("fire 3 time" in m for m in messages)
+    shown = [[hint for hint in HINTS if hint in m] for m in messages]
+    assert shown == [[], [], HINTS[:1], HINTS[:2], HINTS, HINTS]
+    assert "hints (1 of 3)" in messages[2] and "failed 3 times in a row" in messages[2]
+    check("forward_bypass", {"fire_count": 2})  # right: the count starts again
+    with pytest.raises(CheckFailed) as info:
+        check("forward_bypass", {"fire_count": 3})
+    assert not any(hint in info.value.message for hint in HINTS)
+
+
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [

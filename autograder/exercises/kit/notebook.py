@@ -5,8 +5,9 @@ In a student's own Jupyter, an unfinished exercise is a notice, not an error, so
 goes through the whole notebook; a wrong answer is an error whose message is shown as formatted
 text (code in code style, wrapping at words). When nbgrader runs the notebook (autograde or
 validate: NBGRADER_EXECUTION is set), both are errors carrying the whole message, which is what
-nbgrader scores and what its feedback shows. The code-level fix a failure carries is added only
-once the same check has failed REPEATS times in a row.
+nbgrader scores and what its feedback shows. Once the same check has failed REPEATS times in a
+row, its message adds the code-level fix the failure carries or, for a mistake without one, the
+exercise's hints, one more at each further failure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any
 
-from autograder.exercises.kit import exercise_objects
+from autograder.exercises.kit import exercise_objects, registry
 from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
 from autograder.feedback import CheckFailed, NotDoneYet
 from autograder.i18n import _
@@ -53,10 +54,8 @@ def check(
     if outcome.status == PASSED:
         print(f"✓ {grade_id}: {message}", file=sys.stdout)
         return
-    if outcome.fix and _failures[key] >= REPEATS:
-        message += "\n" + _(
-            "This check failed {count} times in a row; here is the fix: {fix}"
-        ).format(count=_failures[key], fix=outcome.fix)
+    if _failures[key] >= REPEATS:
+        message += _repeated(grade_id, outcome, _failures[key])
     kind = NotDoneYet if outcome.status == NOT_DONE else CheckFailed
     failure = kind(message, grade_id=grade_id)
     if graded():
@@ -65,6 +64,29 @@ def check(
     if outcome.status == NOT_DONE:
         return  # a notice: Run All goes on
     raise _Shown(failure) from None
+
+
+def _repeated(grade_id: str, outcome: Outcome, count: int) -> str:
+    """What a failure adds once it repeats: its code-level fix, or, for a mistake without one,
+    the exercise's hints, one more at each further failure ("" when it has none)."""
+    if outcome.fix:
+        return "\n" + _("This check failed {count} times in a row; here is the fix: {fix}").format(
+            count=count, fix=outcome.fix
+        )
+    try:
+        hints = [_(hint) for hint in getattr(registry.exercise(grade_id), "HINTS", [])]
+    except KeyError:  # no such exercise: its failure says so already
+        return ""
+    if not hints:
+        return ""
+    shown = hints[: count - REPEATS + 1]
+    lines = [
+        _("This check failed {count} times in a row; hints ({shown} of {total}):").format(
+            count=count, shown=len(shown), total=len(hints)
+        )
+    ]
+    lines += [f"  {number}. {hint}" for number, hint in enumerate(shown, 1)]
+    return "\n" + "\n".join(lines)
 
 
 class _Shown(CheckFailed):
