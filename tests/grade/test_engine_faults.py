@@ -124,6 +124,19 @@ def test_a_fault_in_the_last_cell_keeps_the_points_earned_before_it(faults, case
     assert _scores(scores, case) == earned
 
 
+@pytest.mark.parametrize("case", ["infinite_loop", "long_sleep"])
+def test_a_cell_that_timed_out_keeps_its_execution_count(faults, case):
+    # As under stock nbgrader, which numbers a cell from the kernel's announcement of it.
+    root, _, _ = faults
+    autograded = notebooks.read(course.notebook_path(f"autograded/{case}", ASSIGNMENT, root))
+    counts = [c.execution_count for c in autograded.cells if c.cell_type == "code"]
+    index = next(i for i, c in enumerate(autograded.cells) if c.id == "mlp_report")
+    before = [c.execution_count for c in autograded.cells[:index] if c.cell_type == "code"]
+    ran = [n for n in before if n is not None]
+    assert autograded.cells[index].execution_count == ran[-1] + 1, counts
+    assert ran == sorted(set(ran)), counts
+
+
 def test_after_a_kernel_death_no_later_cell_scores(faults):
     root, _, scores = faults
     assert set(_scores(scores, "dies_early").values()) == {0.0}

@@ -57,7 +57,14 @@ class CappedExecute(Execute):
 
     def on_cell_executed(self, **kwargs):
         # Warm kernels put the times of a cell's announcements in its reply (announcements.py).
-        announcements.write_unsent_times(kwargs["cell"], kwargs["execute_reply"])
+        cell = kwargs["cell"]
+        announcements.write_unsent_times(cell, kwargs["execute_reply"])
+        if cell.get("execution_count") is None:
+            # A cell that timed out gets nbclient's stand-in reply, not the kernel's (which comes
+            # after the interrupt) with its number in it; the kernel numbers every cell it runs,
+            # one after the other, as stock's execute_input would have said.
+            cell["execution_count"] = getattr(self, "_last_count", 0) + 1
+        self._last_count = cell["execution_count"]
         super().on_cell_executed(**kwargs)
 
     def _budget(self) -> tuple[dict[int, int], dict[str, list[list[int]]]]:
