@@ -120,3 +120,44 @@ def test_an_answer_cell_cannot_end_the_verifier_and_the_other_exercises_keep_the
                 assert not verdict["passed"] and "ended the process" in verdict["message"]
             else:
                 assert verdict["passed"], (grade_id, verdict)
+
+
+# What a child of the verifier (as the sandbox makes it: not root) can do to its namespace's
+# init, whose end would take every later child of the verifier with it.
+REACH_THE_INIT = """
+import ctypes, os, sys
+from autograder.grade.sandbox import isolation
+pid = os.fork()  # one thread, as in a verifier
+if pid == 0:
+    try:
+        os.setgroups([])
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again after the change of user
+        assert isolation.children_apart()
+        child = os.fork()
+        if child == 0:
+            libc = ctypes.CDLL(None, use_errno=True)
+            attached = libc.ptrace(16, 1, 0, 0) == 0  # PTRACE_ATTACH: pid 1 is the init
+            try:
+                open(f"/proc/{isolation._init}/mem", "rb").close()
+                opened = True
+            except OSError:
+                opened = False
+            print(f"attached={attached} opened={opened}", flush=True)
+            os._exit(0)
+        os.waitpid(child, 0)
+        alive = os.waitpid(isolation._init, os.WNOHANG) == (0, 0)
+        print(f"alive={alive}", flush=True)
+    finally:
+        os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becoming another user takes root")
+def test_the_verifiers_children_cannot_ptrace_or_open_the_init_of_their_namespace():
+    ran = subprocess.run(
+        [sys.executable, "-c", REACH_THE_INIT], capture_output=True, text=True, timeout=60
+    )
+    assert ran.stdout.split() == ["attached=False", "opened=False", "alive=True"], ran
