@@ -15,6 +15,11 @@ import sys
 from typing import Any
 
 
+def graded() -> bool:
+    """True when nbgrader (or hooklab) executes the notebook to grade or validate it."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
 def kernel_shell() -> Any | None:
     """The IPython shell of the running Jupyter kernel, or None outside a kernel."""
     ipython = sys.modules.get("IPython")
@@ -46,7 +51,7 @@ class Shown:
 def show(make_widget, text: str) -> Shown:
     """Display `make_widget()` with `text` as fallback inside a kernel that someone is using;
     elsewhere print `text`."""
-    interactive = kernel_shell() is not None and not os.environ.get("NBGRADER_EXECUTION")
+    interactive = kernel_shell() is not None and not graded()
     return Shown(make_widget() if interactive else None, text)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import os
 import warnings
 from collections.abc import Iterator
 
@@ -129,7 +128,7 @@ class ProgressPanel:
         return self._html
 
     def show(self) -> None:
-        if os.environ.get("NBGRADER_EXECUTION"):
+        if frontend.graded():
             # The grader runs the notebook top to bottom: no check has run when this cell does,
             # and its result would be "0 of N pass" on a full-marks copy.
             print(_(GRADED_NOTE))

@@ -14,9 +14,10 @@ cell of their own stays as they left it. Front ends that send no cell id (Colab)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, MutableMapping
 from typing import Any
+
+from autograder.widgets.frontend import graded
 
 # The cells of exercise G besides its answer cell `G`, by the suffix of their ids; those that
 # start the exercise, and so see the globals as they are.
@@ -84,7 +85,7 @@ def follow_cells() -> ExerciseObjects | None:
     the notebook is being graded."""
     import sys
 
-    if os.environ.get("NBGRADER_EXECUTION") or "IPython" not in sys.modules:
+    if graded() or "IPython" not in sys.modules:
         return None
     from IPython import get_ipython
 

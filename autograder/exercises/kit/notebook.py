@@ -13,17 +13,18 @@ exercise's hints, one more at each further failure.
 from __future__ import annotations
 
 import html
-import os
 import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any
 
-from autograder.exercises.kit import exercise_objects, registry
+from autograder.exercises.kit import exercise_objects
 from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
 from autograder.feedback import CheckFailed, NotDoneYet
 from autograder.i18n import _
 from autograder.widgets import progress
+from autograder.widgets.frontend import graded
+from autograder.widgets.hints import exercise_hints
 
 REPEATS = 3
 _failures: dict[tuple[str, bool], int] = {}  # failures in a row, per check
@@ -31,11 +32,6 @@ _CODE = re.compile(r"`([^`]+)`")
 # The set-up cell's `from autograder import check` imports this module first in every notebook:
 # from then on each exercise's cells see its own objects (exercise_objects.py).
 _objects = exercise_objects.follow_cells()
-
-
-def graded() -> bool:
-    """True when nbgrader (or hooklab) executes the notebook to grade or validate it."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
 def check(
@@ -74,10 +70,8 @@ def _repeated(grade_id: str, outcome: Outcome, count: int) -> str:
             count=count, fix=outcome.fix
         )
     try:
-        hints = [_(hint) for hint in getattr(registry.exercise(grade_id), "HINTS", [])]
-    except KeyError:  # no such exercise: its failure says so already
-        return ""
-    if not hints:
+        hints = exercise_hints(grade_id)
+    except ValueError:  # no such exercise (its failure says so already), or no hints
         return ""
     shown = hints[: count - REPEATS + 1]
     lines = [
