@@ -284,7 +284,8 @@ def test_refused_links_are_never_followed_or_copied(graded):
 
 def test_a_verifier_that_fails_is_a_grader_fault_not_a_zero(graded, monkeypatch):
     from autograder.grade.grader.batch import Batch
-    from autograder.grade.verifier.client import NotebookVerifier, VerifierFailed
+    from autograder.grade.verifier import client
+    from autograder.grade.verifier.client import VerifierFailed, VerifierHost
     from autograder.grade.worker.pipeline import grade_notebook
 
     root = graded["root"]
@@ -297,7 +298,8 @@ def test_a_verifier_that_fails_is_a_grader_fault_not_a_zero(graded, monkeypatch)
         attempts.append(self)
         raise VerifierFailed("the verifier could not start: (made to fail by the test)")
 
-    monkeypatch.setattr(NotebookVerifier, "start", fail)
+    client.close_idle()  # none kept from the fixture's grading: each verifier is a new one
+    monkeypatch.setattr(VerifierHost, "start", fail)
     batch = Batch(root, ASSIGNMENT, students="unlucky", force=True, dispatch=grade_notebook)
     (result,) = list(batch.run(jobs=1))
     assert result.status == "failed"

@@ -93,7 +93,7 @@ class GradebookSnapshot:
                     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                         found.append(node.module)
         # The exercises its notebooks grade, and what their verifier needs: imported once in
-        # the template instead of in every notebook's verifier.
+        # the template instead of in every verifier.
         for record in self.notebooks.values():
             for cell in record.source_cells:
                 notebook = registry.notebook_of(cell.get("name", ""))

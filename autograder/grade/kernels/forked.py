@@ -1,5 +1,5 @@
 """The kernels a template (template.py) forks: each one becomes a real ipykernel within its resource
-limits, or the verifier of one notebook (verifier/host.py); the template keeps track of them
+limits, or a verifier (verifier/host.py); the template keeps track of them
 (signals, wall-clock limits, how each ended)."""
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def _sealed(seal_fd: int, sockets: list[str]) -> None:
 
 
 def _become_verifier(request: dict) -> None:
-    """In the forked child: become the verifier of one notebook (verifier/host.py), answering
-    on a socket in its folder, within the same limits and isolation as a kernel. It ends with
-    the template that forked it: a grader that is killed leaves no verifier waiting."""
+    """In the forked child: become a verifier (verifier/host.py), answering one worker on a
+    socket in its folder, within the same limits and isolation as a kernel. It ends with the
+    template that forked it: a grader that is killed leaves no verifier waiting."""
     from autograder.grade.verifier import host
 
     end_with_parent()

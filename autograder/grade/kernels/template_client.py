@@ -1,5 +1,5 @@
 """The grading side of the kernel template (template.py): start it (in the sandbox when it can),
-and ask it for kernels (and notebook verifiers), preloads and statuses over its socket.
+and ask it for kernels (and verifiers), preloads and statuses over its socket.
 
 Kept apart from provisioner.py (and jupyter_client) so that a command can start the template
 before it imports anything heavy: the template's import of torch is the start-up's longest path.

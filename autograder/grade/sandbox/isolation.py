@@ -38,9 +38,6 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # capset(2) has no libc wrapper; its number per architecture (elsewhere the self-test fails and
 # the grader falls back, loudly, to limits only).
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
-SYS_CAPGET = {"x86_64": 125, "aarch64": 90}.get(os.uname().machine)
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
-CAP_LEASE = 28
 CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -216,64 +213,6 @@ def isolate_self(request: dict) -> None:
     _private_mounts(*where, *owner, request.get("shown", []))
     _become_unprivileged(uid)
 
-
-def children_apart() -> bool:
-    """In a verifier: from now on, the children it forks (each running one answer cell) start
-    in a pid namespace of their own, so that they cannot name it: `os.getppid()` is 0 there,
-    and `kill(-1, ...)` reaches nothing outside. The namespace's init is `cat` reading a pipe
-    that only this process holds open, so it ends when this process does, and with it whatever
-    the children left running. A pid namespace takes a user namespace of the process's own
-    (mapped to its own uid and gid, every capability dropped). Call it while the process has one
-    thread and is dumpable; False, with nothing changed, where the system refuses a user
-    namespace. Raises OSError if the namespace has no init (no child may be forked then)."""
-    global _init, _init_pipe
-    uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
-        return False
-    # Unmapped, the process would see itself as the overflow user; nothing depends on it.
-    with contextlib.suppress(OSError):
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    read, write = os.pipe()
-    # The init keeps one capability (of this namespace) that its children lack, so that they
-    # cannot ptrace it or open its /proc files (a dead init would take every later child
-    # with it): a process may ptrace only one whose permitted capabilities are a subset of its.
-    if SYS_CAPSET is not None:
-        with contextlib.suppress(OSError):  # then an init its children could reach
-            _ambient(CAP_LEASE)
-    try:
-        _init = os.posix_spawn(
-            "/bin/cat",
-            ["cat"],
-            {},
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, read, 0),
-                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-            ],
-        )
-    finally:
-        os.close(read)
-    _init_pipe = write  # never written; children close it with every other descriptor
-    if SYS_CAPSET is not None:  # elsewhere they keep the capabilities of this namespace only
-        _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        _drop_capabilities()
-    return True
-
-
-def _ambient(capability: int) -> None:
-    """Make `capability` (held) ambient, so that a program this process starts keeps it."""
-    header = struct.pack("II", CAPABILITY_VERSION_3, 0)
-    data = ctypes.create_string_buffer(24)
-    _check(_libc.syscall(SYS_CAPGET, header, data), "capget")
-    sets = list(struct.unpack("6I", data.raw))  # (effective, permitted, inheritable) x 2
-    sets[2] |= 1 << capability  # capabilities 0 to 31 are in the first triple
-    _check(_libc.syscall(SYS_CAPSET, header, struct.pack("6I", *sets)), "capset")
-    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, capability, 0, 0), "ambient")
-
-
-_init: int | None = None  # pid of children_apart()'s init (cat)
-_init_pipe: int | None = None  # the write end of the pipe that init reads
 
 _own_pid_namespace: int | None = None  # the zygote's, to return to after each fork
 _own_mount_namespace: int | None = None  # the zygote's, to return to after each seal

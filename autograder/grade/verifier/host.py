@@ -1,22 +1,25 @@
 """The verifier: each exercise's answer cell run on its own, and its checks judged by the grader.
 
-It runs once per graded notebook, in a process of its own that the kernel template forks and
-isolates like a kernel (autograder/grade/kernels/), and that never runs student code itself:
+A verifier host serves one grading worker's notebooks of one assignment, one after another, in a
+process of its own that the kernel template forks and isolates like a kernel
+(autograder/grade/kernels/), and that never runs student code itself:
 
-1. it runs the notebook's shared locked cells (imports, model classes, data: the instructor's
-   code, restored from the gradebook) in a fresh namespace;
-2. for each exercise it forks a child, which runs that exercise's own locked set-up cells, the
-   student's answer cell — the only student code in that process —, its locked run cells, then
-   the exercise's visible and hidden checks, seeded by the grader (kit/run.py), and sends back
-   each check's outcome and evidence as JSON; the children's pid namespace does not hold the
-   verifier, so they cannot signal it (isolation.children_apart);
+1. once, it runs the assignment's shared locked cells (imports, model classes, data: the
+   instructor's code, restored from the gradebook, the same in every notebook) in a fresh
+   namespace, and keeps the random generators' state as they leave it;
+2. for each notebook (a request) and each exercise, it forks a child in namespaces of its own
+   (sandbox/apart.py), which starts from that state, runs the exercise's own locked set-up
+   cells, the student's answer cell — the only student code in that process —, its locked run
+   cells, then the exercise's visible and hidden checks, seeded by the grader (kit/run.py), and
+   sends back each check's outcome and evidence as JSON;
 3. it judges every passing outcome with the exercise's `judge_visible` / `judge_hidden`, which
    rebuild the inputs from the seed and recompute what is expected with torch.
 
 So a cell elsewhere in the notebook (a "fix" of the checks, a forged result) never reaches an
-exercise's verdict. The answer cell itself still runs before its checks in the same process,
-so code there that rewrites them can forge that one exercise (docs/threat-model.md, "What is
-not defended yet").
+exercise's verdict, and what an answer cell starts, writes or changes ends with its child: the
+next exercise, the student's or the next student's, starts as the first one did. The answer
+cell itself still runs before its checks in the same process, so code there that rewrites them
+can forge that one exercise (docs/threat-model.md, "What is not defended yet").
 """
 
 from __future__ import annotations
@@ -39,26 +42,29 @@ from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
 from autograder.exercises.kit.run import NOT_DONE, PASSED, Outcome, run_check
-from autograder.grade.sandbox import isolation
+from autograder.grade.sandbox import apart
 from autograder.grade.sandbox.limits import end_with_parent
 from autograder.grade.verifier.protocol import FLAG, ExerciseRun, Request, Verdict
 from autograder.i18n import _, speaking
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a child's outcomes and evidence; more fails the exercise
+# Notebooks a host serves before it ends, so that its memory starts afresh now and then; the
+# worker then starts another. It also ends once it used half its CPU time limit.
+RETIRE_AFTER = 400
 
 
 def serve(path: str, accept_within: float = 60.0, on_listening: Any = None) -> None:
-    """Answer one request on a Unix socket at `path`: a JSON line in, the verdicts as one out.
-    `on_listening()` runs once the socket exists, before anything else (the sandbox seals the
-    verifier's folder then, before any answer cell runs)."""
+    """Answer requests on one connection to a Unix socket at `path`, a JSON line in and the
+    verdicts as one out each, until the connection ends or the host retires (it says so in its
+    last answer). `on_listening()` runs once the socket exists, before anything else (the
+    sandbox seals the verifier's folder then, before any answer cell runs)."""
     import socket
 
-    # First, while this process has one thread and is dumpable: children that cannot signal it
-    # (an answer cell that kills the verifier would leave its whole notebook ungraded). Once its
-    # children's pid namespace is set, no thread can start here: torch computes on this one.
+    # First, while this process has one thread and is dumpable: a pid namespace from which
+    # each child gets one of its own. Then no thread may start here: torch computes on this one.
     torch.set_num_threads(1)
-    isolation.children_apart()
+    kept = apart.own_namespaces()
     # Not dumpable: the children this process forks (student code) can neither ptrace it nor
     # read its memory through /proc.
     with contextlib.suppress(OSError, AttributeError):
@@ -73,35 +79,85 @@ def serve(path: str, accept_within: float = 60.0, on_listening: Any = None) -> N
     server.settimeout(accept_within)
     connection, _address = server.accept()
     server.close()
+    host = Host()
     with connection, connection.makefile("rb") as reader:
-        line = reader.readline(MAX_REQUEST_BYTES)
-        verdicts = verify(Request.from_dict(json.loads(line)))
-        reply = {
-            gid: {str(int(h)): asdict(v) for h, v in by_check.items()}
-            for gid, by_check in verdicts.items()
-        }
-        connection.sendall((json.dumps(reply) + "\n").encode())
+        while line := reader.readline(MAX_REQUEST_BYTES):
+            try:
+                verdicts = host.verify(Request.from_dict(json.loads(line)))
+            except ValueError as error:  # not a request this host can answer
+                connection.sendall((json.dumps({"error": str(error)}) + "\n").encode())
+                return
+            # Without namespaces of their own, the children of two notebooks would share this
+            # process's: one notebook per host then, as a verifier was before it was kept.
+            retire = not kept or host.worn_out()
+            reply = {
+                "verdicts": {
+                    gid: {str(int(h)): asdict(v) for h, v in by_check.items()}
+                    for gid, by_check in verdicts.items()
+                },
+                "retire": retire,
+            }
+            connection.sendall((json.dumps(reply) + "\n").encode())
+            if retire:
+                return
 
 
 def verify(request: Request) -> dict[str, dict[bool, Verdict]]:
-    """grade id -> hidden -> the verdict of that check, for every check the request names, in
-    the notebook's language (the request's; the grader's own HOOKLAB_LANG does not apply)."""
-    with speaking(request.language):
-        return _verify(request)
+    """grade id -> hidden -> the verdict of that check, for every check the request names (a
+    host of its own for this one request)."""
+    return Host().verify(request)
 
 
-def _verify(request: Request) -> dict[str, dict[bool, Verdict]]:
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    with _quiet():
-        for index, source in enumerate(request.shared):
-            run_cell(source, namespace, f"shared-{index}")
-    verdicts = {}
-    for exercise in request.exercises:
+class Host:
+    """What a verifier keeps from one notebook to the next: the shared cells' namespace and the
+    random generators' state after them, which every child starts from."""
+
+    def __init__(self) -> None:
+        self.shared: list[str] | None = None
+        self.namespace: dict[str, Any] = {"__name__": "__main__"}
+        self.random_state: dict[str, Any] = {}
+        self.served = 0
+
+    def verify(self, request: Request) -> dict[str, dict[bool, Verdict]]:
+        """grade id -> hidden -> the verdict of that check, in the notebook's language (the
+        request's; the grader's own HOOKLAB_LANG does not apply). Raises ValueError for a
+        request with other shared cells than this host's first one."""
+        with speaking(request.language):
+            self._run_shared(request.shared)
+            verdicts = {
+                exercise.grade_id: self._verdicts(exercise, request.timeout)
+                for exercise in request.exercises
+            }
+        self.served += 1
+        return verdicts
+
+    def worn_out(self) -> bool:
+        """Whether to end after this notebook: RETIRE_AFTER notebooks, or half its CPU limit."""
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
+        spent = usage.ru_utime + usage.ru_stime
+        return self.served >= RETIRE_AFTER or (
+            limit != resource.RLIM_INFINITY and spent > limit / 2
+        )
+
+    def _run_shared(self, shared: list[str]) -> None:
+        if self.shared is None:
+            with _quiet():
+                for index, source in enumerate(shared):
+                    run_cell(source, self.namespace, f"shared-{index}")
+            self.shared, self.random_state = list(shared), _random_state()
+        elif shared != self.shared:
+            raise ValueError("a verifier serves one assignment: these shared cells are another's")
+
+    def _verdicts(self, exercise: ExerciseRun, timeout: float) -> dict[bool, Verdict]:
         values = _literal_answer(exercise)
         if values is not None:  # nothing of the student's to run: no child needed
-            outcomes = _checked_here(exercise, {**namespace, **values})
+            _restore_random_state(self.random_state)
+            outcomes = _checked_here(exercise, {**self.namespace, **values})
         else:
-            outcomes = _in_child(exercise, namespace, request.timeout)
+            outcomes = _in_child(exercise, self.namespace, timeout, self.random_state)
         by_check = {
             hidden: _judge(exercise.grade_id, hidden, seed, outcomes.get(hidden))
             for hidden, seed in exercise.checks
@@ -109,8 +165,29 @@ def _verify(request: Request) -> dict[str, dict[bool, Verdict]]:
         if any(outcome.transient for outcome in outcomes.values()) or len(by_check) > len(outcomes):
             for verdict in by_check.values():
                 verdict.transient = True
-        verdicts[exercise.grade_id] = by_check
-    return verdicts
+        return by_check
+
+
+def _random_state() -> dict[str, Any]:
+    """The global random generators' state (torch's, Python's, NumPy's when it is loaded)."""
+    import random
+
+    state = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state["numpy"] = numpy.random.get_state()
+    return state
+
+
+def _restore_random_state(state: dict[str, Any]) -> None:
+    import random
+
+    if "torch" in state:
+        torch.set_rng_state(state["torch"])
+    if "random" in state:
+        random.setstate(state["random"])
+    if "numpy" in state:
+        sys.modules["numpy"].random.set_state(state["numpy"])
 
 
 def _literal_answer(exercise: ExerciseRun) -> dict | None:
@@ -173,10 +250,12 @@ class _NoShell:
         )
 
 
-def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bool, Outcome]:
+def _in_child(
+    exercise: ExerciseRun, namespace: dict, timeout: float, random_state: dict[str, Any]
+) -> dict[bool, Outcome]:
     """The outcomes of the exercise's checks, run in a forked child (see the module's docstring)."""
     read, write = os.pipe()
-    pid = os.fork()
+    pid = apart.fork_apart()
     if pid == 0:  # the child: the only process where this answer cell runs
         os.close(read)
         end_with_parent()
@@ -187,6 +266,7 @@ def _in_child(exercise: ExerciseRun, namespace: dict, timeout: float) -> dict[bo
         # OpenMP's worker threads do not survive a fork: once this process ran a parallel op
         # (a judge's matmul), a child's next parallel op waits for them forever.
         torch.set_num_threads(1)
+        _restore_random_state(random_state)  # as the shared cells left it, for every child
         code = 1
         try:
             _child(exercise, namespace, write)

@@ -1,4 +1,4 @@
-"""What a grading worker and a notebook's verifier (host.py) say to each other: the request (the
+"""What a grading worker and its verifier (host.py) say to each other: the request (the
 notebook's cells by role, the seeds) and the verdicts. Plain data, no torch: the worker never
 imports it."""
 

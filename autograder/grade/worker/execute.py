@@ -23,7 +23,7 @@ from autograder.grade.kernels.provisioner import WarmKernelManager
 from autograder.grade.kernels.template_client import Zygote
 from autograder.grade.sandbox.limits import Limits
 from autograder.grade.speedups import announcements
-from autograder.grade.verifier.client import NotebookVerifier
+from autograder.grade.verifier.client import Verification
 from autograder.grade.worker import hygiene
 from autograder.grade.worker.verify import Guard
 from autograder.i18n import N_, notebook_language, translator
@@ -174,8 +174,8 @@ def run_in_warm_kernel(
         limits = Limits.from_dict(settings.WarmKernelManager.get("limits")).to_dict()
         wait = guard.timeout * (len(nb.cells) + 2)
 
-        def start(request: dict) -> NotebookVerifier:
-            return NotebookVerifier(zygote, request, limits, wait).start()
+        def start(request: dict) -> Verification:
+            return Verification(zygote, request, limits, wait).start()
 
         guard.run_verifier = start
         guard.prepare(nb, executor)

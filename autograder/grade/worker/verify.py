@@ -1,14 +1,14 @@
-"""The trusted step around execution: the notebook's verifier started before, verdicts after.
+"""The trusted step around execution: the notebook sent to a verifier before, verdicts after.
 
 It runs in the grading worker, a process the student's code never runs in. Before execution,
-`Guard.prepare` sends the notebook's verifier (verifier/host.py, forked by the kernel template:
-the worker never imports torch) what it needs to run each registered exercise's answer cell on
-its own, with seeds derived from the course secret, the student, the assignment and the grade id
-(unknown to the notebook, the same on every regrade); it keeps the exercises' hidden test cells
-from the kernel and records each cell's execute_reply status. After execution, `Guard.verify`
-gives each graded test cell its trusted verdict, and replaces the outputs of a cell that fails
-it with an error output carrying the reason, so nbgrader's own scoring gives it zero and its
-feedback shows why:
+`Guard.prepare` sends a verifier (verifier/host.py, forked by the kernel template and kept for
+the worker's next notebook: the worker never imports torch) what it needs to run each
+registered exercise's answer cell on its own, with seeds derived from the course secret, the
+student, the assignment and the grade id (unknown to the notebook, the same on every regrade);
+it keeps the exercises' hidden test cells from the kernel and records each cell's execute_reply
+status. After execution, `Guard.verify` gives each graded test cell its trusted verdict, and
+replaces the outputs of a cell that fails it with an error output carrying the reason, so
+nbgrader's own scoring gives it zero and its feedback shows why:
 
 * a hidden cell gets the verifier's verdict as its output;
 * a visible cell that passed in the kernel keeps its points only if the verifier agrees;
@@ -87,7 +87,7 @@ class Guard:
     replies: dict[int, str] = field(default_factory=dict)  # cell index -> reply status
     hidden_errors: set[int] = field(default_factory=set)  # raised, but showed no error output
     # The exercises' own verifier (verifier/host.py): started by `start_verifier`, its verdicts
-    # read in `verify`; `run_verifier` makes one (a NotebookVerifier, or an in-process stand-in).
+    # read in `verify`; `run_verifier` makes one (a Verification, or an in-process stand-in).
     run_verifier: Any = None
     timeout: float = 60.0
     exercises: set[str] = field(default_factory=set)  # registered exercises of this notebook

@@ -207,14 +207,15 @@ def test_attacks_fail_inside_the_kernel_and_the_notebook_is_graded(sandboxed, ca
         assert "BLOCKED" in out and "LEAKED" not in out, out
 
 
-def test_an_answer_cell_that_kills_the_verifier_costs_only_its_own_exercise(sandboxed):
+def test_an_answer_cell_that_kills_the_verifier_ends_nothing(sandboxed):
+    """In the verifier's child `os.getppid()` is 0, so the kill goes to the child's own process
+    group, and the child is the init of its pid namespace, which ignores the signals sent from
+    inside it: the verifier and the child go on, and every exercise keeps its points."""
     root, results, scores = sandboxed
     assert results["kills_the_verifier"].status == "graded", results["kills_the_verifier"]
-    expected = expected_scores(ASSIGNMENT, "all_correct")
-    expected |= {"mlp_report_test": 0.0, "mlp_report_hidden": 0.0}
-    assert _scores(scores, "kills_the_verifier") == expected
-    verdicts = _verdicts(root, "kills_the_verifier")
-    assert verdicts and all("ended the process" in text for text in verdicts), verdicts
+    assert _scores(scores, "kills_the_verifier") == expected_scores(ASSIGNMENT, "all_correct")
+    visible, hidden = _verdicts(root, "kills_the_verifier")
+    assert hidden.startswith("✓ mlp_report") and "ended the process" not in visible + hidden
 
 
 def test_every_probe_was_blocked(sandboxed):

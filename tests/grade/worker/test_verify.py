@@ -23,7 +23,7 @@ ASSIGNMENTS = ["forward_hooks", "backward_hooks", "module_apply", "cnn_hooks", "
 
 
 class InProcessVerifier:
-    """The notebook's verifier (host.py) run in this process, as a NotebookVerifier is driven."""
+    """The notebook's verifier (host.py) run in this process, as a Verification is driven."""
 
     def __init__(self, request: dict) -> None:
         self.request = request
