@@ -23,7 +23,7 @@ EXERCISES = [
     "optimizer_in_backward",
     "kwargs_always_call",
     "activation_memory",
-    "init_weights",
+    "gpt2_init",
 ]
 NEXT = dict(zip(EXERCISES, [f"{g}_intro" for g in EXERCISES[1:]] + ["summary"], strict=True))
 
@@ -109,11 +109,11 @@ NAMED = [
     ("kwargs_plain_pre_hook", "kwargs_always_call", ["no keyword arguments", "with_kwargs=True"]),
     ("memory_not_detached", "activation_memory", ["still has a `grad_fn`", "graph alive"]),
     ("memory_counts_elements", "activation_memory", ["own elements", "whole storage"]),
-    ("init_no_residual_scaling", "init_weights", ["0.02 / sqrt(2 * n_layer)", "c_proj"]),
-    ("init_by_type_name", "init_weights", ["CastedLinear is a subclass", "isinstance"]),
-    ("init_depth_hard_coded", "init_weights", ["right for the notebook's gpt", "model.n_layer"]),
-    ("init_without_apply", "init_weights", ["never calls `model.apply`"]),
-    ("init_selects_by_hasattr", "init_weights", ["weight 1 and bias 0", "hasattr"]),
+    ("init_no_residual_scaling", "gpt2_init", ["0.02 / sqrt(2 * n_layer)", "c_proj"]),
+    ("init_by_type_name", "gpt2_init", ["CastedLinear is a subclass", "isinstance"]),
+    ("init_depth_hard_coded", "gpt2_init", ["right for the notebook's gpt", "model.n_layer"]),
+    ("init_without_apply", "gpt2_init", ["never calls `model.apply`"]),
+    ("init_selects_by_hasattr", "gpt2_init", ["weight 1 and bias 0", "hasattr"]),
 ]
 
 
@@ -286,12 +286,12 @@ NO_LAYER_NORM = RIGHT_BODY.split("        if isinstance(m, nn.LayerNorm)")[0].rs
         ("kwargs_always_call", KWARGS_NOT_ON_MODULE, ["registered no hook on the module"]),
         ("activation_memory", BYTES_OWN_ONLY + RECORD, ["only the stored tensors", "_saved_"]),
         ("activation_memory", BYTES_NO_DEDUPE + RECORD, ["counted once"]),
-        ("init_weights", INIT.format(body=RIGHT_BODY.replace("nn.Linear, nn.Embedding", "nn.Linear"),
+        ("gpt2_init", INIT.format(body=RIGHT_BODY.replace("nn.Linear, nn.Embedding", "nn.Linear"),
                                      depth="2 * model.n_layer"),
          ["Embedding (wte)", "Embedding (wpe)"]),
-        ("init_weights", INIT.format(body=NO_LAYER_NORM, depth="2 * model.n_layer"),
+        ("gpt2_init", INIT.format(body=NO_LAYER_NORM, depth="2 * model.n_layer"),
          ["weight 1 and bias 0", "set them explicitly"]),
-        ("init_weights", INIT.format(body=RIGHT_BODY, depth="model.n_layer"),
+        ("gpt2_init", INIT.format(body=RIGHT_BODY, depth="model.n_layer"),
          ["0.02 / sqrt(2 * n_layer)", "the factor 2 is missing"]),
     ],
 )  # fmt: skip
@@ -361,7 +361,7 @@ def test_both_checks_initialise_fresh_models_of_other_depths():
 
     run["relu_stats"], run["init_gpt"] = recording_stats, recording_init
     check("dead_relu_stats", run, hidden=True)
-    check("init_weights", run)
-    check("init_weights", run, hidden=True)
+    check("gpt2_init", run)
+    check("gpt2_init", run, hidden=True)
     assert len(seen) >= 3 and len(set(seen)) > 1
     assert len(depths) == 3 and 2 not in depths and len(set(depths[1:])) == 2

@@ -83,7 +83,7 @@ def record_layer(model, layer_name, batches):
             model(batch)
     return outputs
 
-# %% init_weights
+# %% gpt2_init
 def init_gpt(model):
     def fn(m):
         if isinstance(m, nn.Linear):

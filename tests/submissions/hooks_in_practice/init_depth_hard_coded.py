@@ -1,6 +1,6 @@
 # Scales the residual projections for the notebook's depth (2 * 2 = 4) instead of model.n_layer. The other exercises are right.
 # based on: all_correct
-# %% init_weights
+# %% gpt2_init
 def init_gpt(model):
     def fn(m):
         if isinstance(m, (nn.Linear, nn.Embedding)):

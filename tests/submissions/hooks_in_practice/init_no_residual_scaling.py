@@ -1,6 +1,6 @@
 # Everything at std 0.02: the residual projections are not scaled by 1/sqrt(2 * n_layer). The other exercises are right.
 # based on: all_correct
-# %% init_weights
+# %% gpt2_init
 def init_gpt(model):
     def fn(m):
         if isinstance(m, (nn.Linear, nn.Embedding)):

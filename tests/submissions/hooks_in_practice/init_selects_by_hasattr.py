@@ -1,6 +1,6 @@
 # Selects layers with hasattr(m, "weight"), which also draws the LayerNorms' weights from normal(0, 0.02). The other exercises are right.
 # based on: all_correct
-# %% init_weights
+# %% gpt2_init
 def init_gpt(model):
     def fn(m):
         if hasattr(m, "weight"):

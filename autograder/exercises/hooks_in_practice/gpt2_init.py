@@ -1,4 +1,4 @@
-"""init_weights: `init_gpt(model)` initialises a TinyGPT as GPT-2 does, with `model.apply`:
+"""gpt2_init: `init_gpt(model)` initialises a TinyGPT as GPT-2 does, with `model.apply`:
 every Linear and Embedding weight normal(0, 0.02), Linear biases 0, LayerNorms 1 and 0, and the
 residual projections (every `c_proj`) at std 0.02 / sqrt(2 * n_layer)."""
 
