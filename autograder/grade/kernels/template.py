@@ -189,6 +189,7 @@ def _stdout_to_devnull() -> None:
 def _serve_requests(server: socket.socket, path: str, config: dict, parent: int = 0) -> None:
     """Answer requests until "stop", or until `parent` (unless 0) is gone; then end the kernels
     still running."""
+    template_warmup.huge_pages()  # its imports and warm-ups are done: forks copy less now
     kernels, templates = Kernels(config), _Templates(path, config)
     try:
         # At least once a second (enforce_wall_clock's longest wait), whether the parent lives.
