@@ -138,11 +138,19 @@ def _enter_own_namespaces() -> None:
 
 def _needed_under(top: str) -> list[str]:
     """The folders under `top` that this process's Python reads from (its environment, its
-    import path) and the mounts there (what the sandbox shows again), outermost ones only."""
+    import path, the folders its packages were loaded from, which an editable install's finder
+    may know of alone) and the mounts there (what the sandbox shows again), outermost ones."""
     mounts = []
     with contextlib.suppress(OSError), open("/proc/self/mountinfo") as table:
         mounts = [line.split()[4].replace("\\040", " ") for line in table]
+    loaded = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if "." not in name and isinstance(file, str):
+            folder = os.path.dirname(file)
+            loaded.append(os.path.dirname(folder) if hasattr(module, "__path__") else folder)
     paths = [*mounts, sys.prefix, sys.base_prefix, sys.exec_prefix, *filter(None, sys.path)]
+    paths += loaded
     inside = {
         os.path.realpath(p)
         for p in paths
