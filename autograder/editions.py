@@ -27,7 +27,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 from nbformat import NotebookNode
 
-from autograder import course, notebooks
+from autograder import course, notebooks, parsing
 
 LANGUAGES = ("ko",)
 CATALOG_DATE = datetime(2026, 12, 2, tzinfo=UTC)  # fixed: a rewritten catalog diffs cleanly
@@ -115,7 +115,7 @@ def _comment_blocks(source: str) -> list[Fragment]:
 def _printed_positions(source: str) -> set[tuple[int, int]]:
     """Where the string literals passed straight to print(...) start."""
     positions = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsing.parse(source)):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
             for arg in node.args:
                 if isinstance(arg, ast.Constant | ast.JoinedStr):

@@ -22,6 +22,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from autograder import parsing
+
 PACKAGE = Path(__file__).resolve().parents[1]
 HELPERS = {"models", "common", "kit"}
 
@@ -61,7 +63,7 @@ def notebook_of(grade_id: str) -> str | None:
 def defines(grade_id: str, name: str) -> bool:
     """Whether the exercise module defines `name` at its top level (read, not imported)."""
     path = PACKAGE / _index()[grade_id] / f"{grade_id}.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsing.parse(path.read_text(encoding="utf-8"))
     return any(
         (isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name)
         or (

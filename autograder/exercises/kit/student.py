@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from autograder import parsing
 from autograder.exercises.kit.diagnose import explain_error
 from autograder.exercises.kit.evidence import Evidence
 from autograder.feedback import CheckFailed, NotDoneYet
@@ -194,7 +195,7 @@ def is_stub(fn: Callable[..., Any]) -> bool:
     target = inspect.unwrap(getattr(fn, "__func__", fn))
     try:
         source = textwrap.dedent(inspect.getsource(target))
-        tree = ast.parse(source)
+        tree = parsing.parse(source)
     except (OSError, TypeError, SyntaxError, IndentationError):
         return False
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -207,7 +208,7 @@ def assigns(fn: Callable[..., Any], name: str) -> bool:
     """True when `fn`'s source assigns to the plain name `name` (`output = ...`, `grad *= 2`):
     a hook that rebinds its argument only changes its own local name."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn))))
+        tree = parsing.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn))))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return False
     targets = [

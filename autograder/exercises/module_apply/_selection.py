@@ -19,6 +19,8 @@ from typing import Any
 
 from torch import nn
 
+from autograder import parsing
+
 
 @dataclass
 class Selection:
@@ -79,7 +81,7 @@ def _guarded_lines(fn: Callable[..., Any]) -> set[int]:
     target = inspect.unwrap(getattr(fn, "__func__", fn))
     try:
         lines, start = inspect.getsourcelines(target)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = parsing.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return set()
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder import parsing
 from autograder.exercises.kit import registry
 
 # Modules that set themselves up with the running IPython when first imported.
@@ -84,7 +85,7 @@ class GradebookSnapshot:
                 if cell["cell_type"] != "code":
                     continue
                 try:
-                    tree = ast.parse(cell["source"])
+                    tree = parsing.parse(cell["source"])
                 except SyntaxError:
                     continue
                 for node in tree.body:

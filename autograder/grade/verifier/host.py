@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from autograder import parsing
 from autograder.exercises.kit import registry
 from autograder.exercises.kit.evidence import Evidence, decode
 from autograder.exercises.kit.judge import Suspicious
@@ -196,7 +197,7 @@ def _literal_answer(exercise: ExerciseRun) -> dict | None:
     if exercise.setup or exercise.run:
         return None
     try:
-        tree = ast.parse(exercise.answer)
+        tree = parsing.parse(exercise.answer)
         values = {}
         for node in tree.body:
             if not (

@@ -24,6 +24,7 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from autograder import parsing
 from autograder.i18n import N_, Phrase
 
 # Names that refer to the grader's libraries in these notebooks; `import x as y` adds y.
@@ -148,7 +149,7 @@ def _scan_source(source: str, cell: str, protected: set[str]) -> list[Finding]:
 
 def _scan_code(code: str, cell: str, protected: set[str]) -> list[Finding]:
     try:
-        tree = ast.parse(code)
+        tree = parsing.parse(code)
     except SyntaxError as error:
         what = Phrase(
             N_("does not parse as Python ({error}), so the grader cannot read it"), error=error.msg
