@@ -1,6 +1,7 @@
 """Does `hooklab autograde` (the engine) grade exactly like `nbgrader autograde`, with the same
 protections and outputs, and with one fresh warm kernel per submission?"""
 
+import ast
 import os
 import re
 import subprocess
@@ -205,6 +206,39 @@ def test_the_grading_process_and_its_workers_never_import_torch(graded):
     score, most = map(float, done.stdout.splitlines()[1].split())
     assert score == most > 0
     assert done.stdout.splitlines()[2] == "False"
+
+
+def test_a_worker_keeps_its_verifier_from_one_notebook_to_the_next(graded):
+    """Six submissions graded in one process, two at a time (the grading threads of one job),
+    are verified by at most two verifiers, and each gets its golden scores."""
+    root, _, _ = graded
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from autograder import course, gradebook\n"
+        "from autograder.grade.grader.batch import Batch\n"
+        "from autograder.grade.verifier import client\n"
+        "from autograder.grade.worker.pipeline import grade_notebook\n"
+        "started, start = [], client.VerifierHost.start\n"
+        "client.VerifierHost.start = lambda self: started.append(self) or start(self)\n"
+        "root = Path(sys.argv[1])\n"
+        "batch = Batch(root, 'forward_hooks', students='[acfh]*', force=True,\n"
+        "              dispatch=grade_notebook)\n"
+        "print(sorted((r.student, r.status, r.message) for r in batch.run(jobs=1)))\n"
+        "print(len(started))\n"
+        "scores = gradebook.scores(course.gradebook_url(root), 'forward_hooks')\n"
+        "print({s: {c.cell: c.score for c in cells} for s, cells in scores.items()})\n"
+    )
+    done = _grade_in_a_new_process(script, root)
+    lines = done.stdout.splitlines()
+    graded_now = ast.literal_eval(lines[0])
+    students = [student for student, _status, _message in graded_now]
+    assert len(students) == 6 and {s for _, s, _ in graded_now} == {"graded"}, graded_now
+    assert 1 <= int(lines[1]) <= 2  # not one per notebook
+    scores = ast.literal_eval(lines[2])
+    assert {s: scores[s] for s in students} == {
+        s: expected_scores("forward_hooks", s) for s in students
+    }
 
 
 def test_a_command_starts_the_kernel_template_before_its_heavy_imports():

@@ -80,6 +80,7 @@ if "In" not in dir():  # no IPython history: the answer cell runs on its own
 SERVE = """
 import os, sys
 from autograder.grade.verifier import host
+host.RETIRE_AFTER = {retire_after}
 pid = os.fork()
 if pid == 0:
     try:
@@ -90,11 +91,13 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
-def _serve_requests(tmp_path, notebooks: list) -> list[dict]:
+def _serve_requests(tmp_path, notebooks: list, retire_after: int = 400) -> list[dict]:
     """Each notebook's verdicts from one verifier, sent one after another on one connection as
-    a grading worker does; the verifier must end on its own (status 0) once it is closed."""
+    a grading worker does, until it retires; it must end on its own (status 0) once it is
+    closed, or once it retired."""
     path = str(tmp_path / "verifier.sock")
-    server = subprocess.Popen([sys.executable, "-c", SERVE.format(path=path)])
+    script = SERVE.format(path=path, retire_after=retire_after)
+    server = subprocess.Popen([sys.executable, "-c", script])
     replies = []
     try:
         deadline = time.monotonic() + 60
@@ -109,6 +112,9 @@ def _serve_requests(tmp_path, notebooks: list) -> list[dict]:
                     line = reader.readline()
                     assert line, "the verifier ended without an answer"
                     replies.append(json.loads(line))
+                    if replies[-1].get("retire"):
+                        assert reader.readline() == b"", "a verifier that retired answered on"
+                        break
         assert server.wait(30) == 0
     finally:
         server.kill()
@@ -186,6 +192,12 @@ def test_one_verifier_serves_notebooks_one_after_another_each_as_if_alone(tmp_pa
             for hidden, verdict in by_check.items():
                 cell = f"{grade_id}_{'hidden' if int(hidden) else 'test'}"
                 assert verdict["passed"] == (golden[case][cell] > 0), (case, cell, verdict)
+
+
+def test_a_verifier_retires_after_its_notebooks_and_says_so(tmp_path):
+    nb = restored_notebook("forward_hooks", "blank")
+    replies = _serve_requests(tmp_path, [nb, nb, nb], retire_after=2)
+    assert [reply["retire"] for reply in replies] == [False, True]
 
 
 def test_a_verifier_refuses_a_notebook_of_another_assignment(tmp_path):
