@@ -90,6 +90,7 @@ def fork_apart() -> int:
         if pid == 0:
             _set_up_child(_without_capabilities)
         return pid
+    needed = _needed_in_tmp()
     _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
     try:
         pid = os.fork()
@@ -97,7 +98,7 @@ def fork_apart() -> int:
         _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
         raise
     if pid == 0:
-        _set_up_child(_enter_own_namespaces)
+        _set_up_child(lambda: _enter_own_namespaces(needed))
         return 0
     # Back in its own: a process whose children would start in another pid namespace cannot
     # start a thread, and the next child needs a namespace made afresh from here.
@@ -112,16 +113,16 @@ def _set_up_child(set_up) -> None:
         os._exit(71)
 
 
-def _enter_own_namespaces() -> None:
+def _enter_own_namespaces(needed: list[str]) -> None:
     """In a child that is pid 1 of its own pid namespace, before any student code: mount and
-    IPC namespaces of its own, a fresh /tmp (with what Python needs of the host's shown again,
-    read-only), /dev/shm and /proc, then no capability."""
+    IPC namespaces of its own, a fresh /tmp (with the folders `needed` of the host's shown
+    again, read-only), /dev/shm and /proc, then no capability."""
     global _own_pid_namespace
     os.close(_own_pid_namespace)
     _own_pid_namespace = None
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare mount and IPC namespaces")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in _needed_under("/tmp")}
+    held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in needed}
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, CHILD_TMP)
     for path, fd in held.items():
         _bind_read_only(fd, path)
@@ -134,6 +135,21 @@ def _enter_own_namespaces() -> None:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir("/tmp")
     _without_capabilities()
+
+
+_needed_cache: tuple[tuple, list[str]] = ((), [])
+
+
+def _needed_in_tmp() -> list[str]:
+    """`_needed_under("/tmp")`, found again only when modules were loaded or the import path
+    changed since the last time. Not in the child: reading every loaded module there would
+    write (reference counts) to hundreds of pages it shares with the host, and so copy them,
+    most of a child's set-up time; and not after every fork in the host either."""
+    global _needed_cache
+    key = (len(sys.modules), tuple(sys.path))
+    if _needed_cache[0] != key:
+        _needed_cache = (key, _needed_under("/tmp"))
+    return _needed_cache[1]
 
 
 def _needed_under(top: str) -> list[str]:

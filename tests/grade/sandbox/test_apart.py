@@ -1,6 +1,7 @@
 """A verifier's child (sandbox/apart.py) writes only to a /tmp of its own, and still reads what
 its Python needs from under the host's /tmp: a package an editable install's finder maps there
-(no folder of sys.path names it), a file beside it."""
+(no folder of sys.path names it, and the host loaded it after its first child), a file beside
+it."""
 
 from __future__ import annotations
 
@@ -26,12 +27,16 @@ CHILD_READS = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, Finder())
-    import mapped_only  # loaded by the host, as the grader's package is
     from autograder.grade.sandbox import apart
 
     if os.fork() != 0:  # the host must have one thread, as a verifier does
         sys.exit(os.waitstatus_to_exitcode(os.wait()[1]))
     assert apart.own_namespaces()
+    first = apart.fork_apart()  # a child before the host loaded the package
+    if first == 0:
+        os._exit(0)
+    os.waitpid(first, 0)
+    import mapped_only  # loaded by the host after that, as a shared cell's imports are
     read, write = os.pipe()
     child = apart.fork_apart()
     if child == 0:
