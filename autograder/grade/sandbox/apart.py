@@ -29,21 +29,19 @@ from autograder.grade.sandbox.isolation import (
     CLONE_NEWNS,
     CLONE_NEWPID,
     CLONE_NEWUSER,
-    MS_BIND,
     MS_NODEV,
     MS_NOEXEC,
     MS_NOSUID,
     MS_PRIVATE,
-    MS_RDONLY,
     MS_REC,
-    MS_REMOUNT,
     PR_SET_NO_NEW_PRIVS,
     SYS_CAPSET,
-    _check,
-    _drop_capabilities,
-    _libc,
-    _mount,
-    _write,
+    check,
+    drop_capabilities,
+    libc,
+    mount,
+    show_again,
+    write_file,
 )
 from autograder.grade.sandbox.limits import end_with_parent
 
@@ -62,17 +60,17 @@ def own_namespaces() -> bool:
     the init ends with it."""
     global _own_pid_namespace
     uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
         return False
     # Unmapped, the process would see itself as the overflow user; nothing depends on it.
     with contextlib.suppress(OSError):
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        write_file("/proc/self/setgroups", "deny")
+        write_file("/proc/self/uid_map", f"{uid} {uid} 1")
+        write_file("/proc/self/gid_map", f"{gid} {gid} 1")
     init = os.fork()
     if init != 0:  # the parent, which the kernel template knows: wait, then end the same way
         with contextlib.suppress(OSError):
-            _drop_capabilities()
+            drop_capabilities()
         _, status = os.waitpid(init, 0)
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     end_with_parent()
@@ -91,18 +89,18 @@ def fork_apart() -> int:
             _set_up_child(_without_capabilities)
         return pid
     needed = _needed_in_tmp()
-    _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+    check(libc.unshare(CLONE_NEWPID), "unshare pid namespace")
     try:
         pid = os.fork()
     except OSError:
-        _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
+        check(libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
         raise
     if pid == 0:
         _set_up_child(lambda: _enter_own_namespaces(needed))
         return 0
     # Back in its own: a process whose children would start in another pid namespace cannot
     # start a thread, and the next child needs a namespace made afresh from here.
-    _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
+    check(libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
     return pid
 
 
@@ -120,19 +118,19 @@ def _enter_own_namespaces(needed: list[str]) -> None:
     global _own_pid_namespace
     os.close(_own_pid_namespace)
     _own_pid_namespace = None
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare mount and IPC namespaces")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare mount and IPC namespaces")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in needed}
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, CHILD_TMP)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, CHILD_TMP)
     for path, fd in held.items():
-        _bind_read_only(fd, path)
+        show_again(path, fd)
         os.close(fd)
     if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, CHILD_SHM)
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, CHILD_SHM)
     # The host's /proc would list the host; this one lists this namespace only. A system that
     # refuses it still keeps the host out of reach (no pid names it from here).
     with contextlib.suppress(OSError):
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir("/tmp")
     _without_capabilities()
 
@@ -175,33 +173,10 @@ def _needed_under(top: str) -> list[str]:
     return sorted(p for p in inside if not any(p.startswith(q + "/") for q in inside))
 
 
-# statvfs flags of a mount -> the mount flags that keep them when it is remounted (a mount
-# inherited from the host's namespace may not lose them).
-KEPT_FLAGS = {
-    os.ST_NOSUID: MS_NOSUID,
-    os.ST_NODEV: MS_NODEV,
-    os.ST_NOEXEC: MS_NOEXEC,
-    os.ST_NOATIME: 1024,  # MS_NOATIME
-    os.ST_NODIRATIME: 2048,  # MS_NODIRATIME
-    os.ST_RELATIME: 1 << 21,  # MS_RELATIME
-}
-
-
-def _bind_read_only(held: int, path: str) -> None:
-    """Bind the folder held open as `held` at `path` (made in the fresh tmpfs), read-only."""
-    os.makedirs(path, mode=0o755, exist_ok=True)
-    _mount(f"/proc/self/fd/{held}", path, None, MS_BIND | MS_REC)
-    flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-    flags |= sum(flag for st, flag in KEPT_FLAGS.items() if os.statvfs(path).f_flag & st)
-    _mount(None, path, None, flags)
-    if not os.statvfs(path).f_flag & os.ST_RDONLY:
-        raise OSError(f"{path} would be writable for an answer cell")
-
-
 def _without_capabilities() -> None:
     """No capability, none to gain back (`no_new_privs`); a no-op where there are none."""
     if SYS_CAPSET is not None:
-        _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         with contextlib.suppress(OSError):
-            _drop_capabilities()
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            drop_capabilities()
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

@@ -40,51 +40,69 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
 CAPABILITY_VERSION_3 = 0x20080522
 
-_libc = ctypes.CDLL(None, use_errno=True)
+libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _check(result: int, what: str) -> None:
+def check(result: int, what: str) -> None:
     if result != 0:
         number = ctypes.get_errno()
         raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = ""):
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = ""):
     encode = lambda s: s.encode() if s else None  # noqa: E731
-    result = _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data))
-    _check(result, f"mount {target}")
+    result = libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data))
+    check(result, f"mount {target}")
 
 
-def _write(path: str, text: str) -> None:
+def write_file(path: str, text: str) -> None:
     with open(path, "w") as file:
         file.write(text)
 
 
-def _drop_capabilities() -> None:
+def drop_capabilities() -> None:
     if SYS_CAPSET is None:
         raise OSError(f"capset: unknown system call number on {os.uname().machine}")
     header = struct.pack("II", CAPABILITY_VERSION_3, 0)
     data = bytes(24)  # two (effective, permitted, inheritable) triples, all zero
-    _check(_libc.syscall(SYS_CAPSET, header, data), "capset")
+    check(libc.syscall(SYS_CAPSET, header, data), "capset")
 
 
 def _inside(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _show_again(path: str, held: int) -> None:
-    """Bind the host folder held open as `held` back at `path`, under a tmpfs just mounted."""
+# statvfs flags of a mount -> the mount flags that keep them when it is remounted (a mount
+# inherited from another user namespace may not lose them).
+KEPT_FLAGS = {
+    os.ST_NOSUID: MS_NOSUID,
+    os.ST_NODEV: MS_NODEV,
+    os.ST_NOEXEC: MS_NOEXEC,
+    os.ST_NOATIME: 1024,  # MS_NOATIME
+    os.ST_NODIRATIME: 2048,  # MS_NODIRATIME
+    os.ST_RELATIME: 1 << 21,  # MS_RELATIME
+}
+
+
+def show_again(path: str, held: int) -> None:
+    """Bind the host folder held open as `held` back at `path`, read-only, under a tmpfs just
+    mounted there. The folders it makes on the way are the caller's, mode 755: the kernel or
+    answer cell that runs there, as another user or without capabilities, can neither add to
+    them nor rename them."""
     missing, folder = [], path
     while not os.path.isdir(folder):
         missing.append(folder)
         folder = os.path.dirname(folder)
     for folder in reversed(missing):
         os.mkdir(folder)
-        os.chmod(folder, 0o755)  # root's, so the kernel (not root) can neither add nor rename
-    _mount(f"/proc/self/fd/{held}", path, None, MS_BIND | MS_REC)
-    # A bind mount keeps the flags of the read-only bind it copies; check rather than trust.
+        os.chmod(folder, 0o755)
+    mount(f"/proc/self/fd/{held}", path, None, MS_BIND | MS_REC)
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+    flags |= sum(flag for st, flag in KEPT_FLAGS.items() if os.statvfs(path).f_flag & st)
+    mount(None, path, None, flags)
+    # Checked rather than trusted: what runs there must not write to what the grader runs.
     if not os.statvfs(path).f_flag & os.ST_RDONLY:
-        raise OSError(f"{path} would be writable in the kernel")
+        raise OSError(f"{path} would be writable")
 
 
 def _private_mounts(
@@ -94,16 +112,16 @@ def _private_mounts(
     folder (its own folder only). Folders the sandbox shows (the Python environment, the
     package) that the mounts below would hide (a checkout in /tmp) are held open first and bound
     back afterwards, read-only; nothing else of what they hide shows."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     own = os.open(kernel_dir, os.O_PATH | os.O_DIRECTORY)
     hidden = [p for p in shown if _inside(p, ["/tmp", "/dev/shm", run_dir]) and os.path.isdir(p)]
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in hidden}
     owner = f"mode=0700,uid={uid},gid={gid}"
     # Bounded in bytes and in files (inodes): a tmpfs's default allows half the machine's pages.
     scratch = f"size={scratch_mb}m,nr_inodes={SCRATCH_FILES},mode=1777"
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, scratch)
     if os.path.isdir("/dev/shm"):
-        _mount(
+        mount(
             "tmpfs",
             "/dev/shm",
             "tmpfs",
@@ -111,12 +129,12 @@ def _private_mounts(
             f"size=16m,nr_inodes=1024,{owner}",
         )
     if os.path.isdir(run_dir):  # not under /tmp: hide it the same way
-        _mount("tmpfs", run_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755")
+        mount("tmpfs", run_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755")
     os.makedirs(kernel_dir, exist_ok=True)
-    _mount(f"/proc/self/fd/{own}", kernel_dir, None, MS_BIND)
+    mount(f"/proc/self/fd/{own}", kernel_dir, None, MS_BIND)
     os.close(own)
     for path, fd in held.items():  # in order: a folder before the ones inside it
-        _show_again(path, fd)
+        show_again(path, fd)
         os.close(fd)
 
 
@@ -124,7 +142,7 @@ def _own_loopback() -> None:
     """A network namespace with only a loopback interface, up. Nothing outside the kernel is
     reachable through it; ipykernel needs it to forward what a forked child prints (over TCP on
     127.0.0.1), which is otherwise lost, each message stalling the child for zmq's linger."""
-    _check(_libc.unshare(CLONE_NEWNET), "unshare network namespace")
+    check(libc.unshare(CLONE_NEWNET), "unshare network namespace")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as any_socket:
         request = struct.pack("16sH22x", b"lo", 0)  # struct ifreq: a name, then the flags
         flags = struct.unpack_from("16sH", fcntl.ioctl(any_socket, SIOCGIFFLAGS, request))[1]
@@ -135,24 +153,24 @@ def _become_unprivileged(uid: int | None) -> None:
     """In the kernel: a /proc of its own pid namespace, a non-root user (when `uid` is given),
     a user namespace of its own and a network namespace of that one, no capabilities, no way
     to gain any."""
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     # A uid change makes the process non-dumpable, and so its /proc/self files root's; this
     # process must still write its own uid_map.
-    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     real_uid, real_gid = os.getuid(), os.getgid()
-    _check(_libc.unshare(CLONE_NEWUSER), "unshare user namespace")
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
-    _write("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
+    check(libc.unshare(CLONE_NEWUSER), "unshare user namespace")
+    write_file("/proc/self/setgroups", "deny")
+    write_file("/proc/self/uid_map", f"{real_uid} {real_uid} 1")
+    write_file("/proc/self/gid_map", f"{real_gid} {real_gid} 1")
     # Only a network namespace owned by this new user namespace is one the kernel may set up
     # (it has no CAP_NET_ADMIN over the zygote's), and only until its capabilities go.
     _own_loopback()
-    _drop_capabilities()
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    drop_capabilities()
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
 def fork_isolated(
@@ -169,7 +187,7 @@ def fork_isolated(
         _own_mount_namespace = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # Processes forked from now on go in a new pid namespace, until setns below.
-    _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+    check(libc.unshare(CLONE_NEWPID), "unshare pid namespace")
     try:
         # pid 1: `sleep`, spawned without copying the zygote (vfork); when it dies, every
         # process of the namespace dies. It does not reap: orphans stay zombies until then.
@@ -197,7 +215,7 @@ def fork_isolated(
             finally:
                 os._exit(0)
     finally:
-        _check(_libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
+        check(libc.setns(_own_pid_namespace, CLONE_NEWPID), "setns back")
     theirs.close()
     return kernel, init, ours
 
@@ -208,7 +226,7 @@ def isolate_self(request: dict) -> None:
     os.close(_own_mount_namespace)
     uid = request.get("kernel_uid")
     owner = (uid, uid) if uid is not None else (os.getuid(), os.getgid())
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+    check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
     where = request["kernel_dir"], request["run_dir"], int(request["scratch_mb"])
     _private_mounts(*where, *owner, request.get("shown", []))
     _become_unprivileged(uid)
@@ -311,7 +329,7 @@ def files_in(namespace: int, folder: str, max_bytes: int) -> list[tuple[str, byt
 def _remount_read_only(namespace: int, folder: str) -> None:
     with _in_namespace(namespace):
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-        _mount(None, folder, None, flags)
+        mount(None, folder, None, flags)
         if not os.statvfs(folder).f_flag & os.ST_RDONLY:
             raise OSError(f"{folder} is still writable")
 
@@ -320,13 +338,13 @@ def _remount_read_only(namespace: int, folder: str) -> None:
 def _in_namespace(namespace: int):
     """In the zygote: enter a kernel's mount `namespace` for the block, then come back."""
     here = os.open(".", os.O_PATH | os.O_DIRECTORY)  # setns moves this process to its root
-    if _libc.setns(namespace, CLONE_NEWNS) != 0:
+    if libc.setns(namespace, CLONE_NEWNS) != 0:
         os.close(here)
-        _check(-1, "setns into the kernel's mount namespace")
+        check(-1, "setns into the kernel's mount namespace")
     try:
         yield
     finally:
-        if _libc.setns(_own_mount_namespace, CLONE_NEWNS) != 0:
+        if libc.setns(_own_mount_namespace, CLONE_NEWNS) != 0:
             # Forking kernels from inside a kernel's mount namespace would give them its view.
             print("the kernel template could not return to its mount namespace", flush=True)
             os._exit(70)
