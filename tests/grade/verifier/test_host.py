@@ -91,6 +91,21 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
+def _connected(path: str, deadline: float) -> socket.socket:
+    """A connection to the verifier's socket once it listens: the socket file exists from its
+    bind, a moment before its listen, and a connection in between is refused."""
+    while True:
+        connection = socket.socket(socket.AF_UNIX)
+        try:
+            connection.connect(path)
+            return connection
+        except (FileNotFoundError, ConnectionRefusedError):
+            connection.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _serve_requests(tmp_path, notebooks: list, retire_after: int = 400) -> list[dict]:
     """Each notebook's verdicts from one verifier, sent one after another on one connection as
     a grading worker does, until it retires; it must end on its own (status 0) once it is
@@ -100,21 +115,17 @@ def _serve_requests(tmp_path, notebooks: list, retire_after: int = 400) -> list[
     server = subprocess.Popen([sys.executable, "-c", script])
     replies = []
     try:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(path) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with socket.socket(socket.AF_UNIX) as connection:
-            connection.connect(path)
-            with connection.makefile("rb") as reader:
-                for nb in notebooks:
-                    request = build_request(nb, seed).to_dict()
-                    connection.sendall((json.dumps(request) + "\n").encode())
-                    line = reader.readline()
-                    assert line, "the verifier ended without an answer"
-                    replies.append(json.loads(line))
-                    if replies[-1].get("retire"):
-                        assert reader.readline() == b"", "a verifier that retired answered on"
-                        break
+        connection = _connected(path, deadline=time.monotonic() + 60)
+        with connection, connection.makefile("rb") as reader:
+            for nb in notebooks:
+                request = build_request(nb, seed).to_dict()
+                connection.sendall((json.dumps(request) + "\n").encode())
+                line = reader.readline()
+                assert line, "the verifier ended without an answer"
+                replies.append(json.loads(line))
+                if replies[-1].get("retire"):
+                    assert reader.readline() == b"", "a verifier that retired answered on"
+                    break
         assert server.wait(30) == 0
     finally:
         server.kill()
