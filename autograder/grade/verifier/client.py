@@ -34,6 +34,23 @@ def shared_digest(shared: list[str]) -> str:
     return hashlib.sha256(json.dumps(shared).encode()).hexdigest()
 
 
+def connect_when_listening(path: str, within: float) -> socket.socket:
+    """A connection to a verifier's socket at `path` once it listens. The socket file exists
+    from the verifier's bind, a moment before its listen, and a connection in between is
+    refused: both are retried for `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+            return connection
+        except (FileNotFoundError, ConnectionRefusedError):
+            connection.close()
+            if time.monotonic() > deadline:
+                raise VerifierFailed("the verifier did not start listening") from None
+            time.sleep(0.002)
+
+
 class VerifierHost:
     """One verifier (host.py) as a grading worker drives it: forked by the kernel template like
     a kernel (without the wall-clock limit of a notebook: it serves many, each with a time
@@ -67,25 +84,12 @@ class VerifierHost:
             self.close()
             raise VerifierFailed(f"the verifier could not start: {reply['error']}")
         try:
-            self.connection = self._connect(f"{self.folder}/{SOCKET}")
+            self.connection = connect_when_listening(f"{self.folder}/{SOCKET}", within=30)
         except VerifierFailed:
             self.close()
             raise
         self.reader = self.connection.makefile("rb")
         return self
-
-    def _connect(self, path: str) -> socket.socket:
-        deadline = time.monotonic() + 30
-        while True:
-            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                connection.connect(path)
-                return connection
-            except (FileNotFoundError, ConnectionRefusedError):
-                connection.close()
-                if time.monotonic() > deadline:
-                    raise VerifierFailed("the verifier did not start listening") from None
-                time.sleep(0.002)
 
     def ask(self, request: dict) -> None:
         assert self.connection is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import torch
 from golden import cases, expected_scores, restored_notebook
 
 from autograder.exercises.kit import registry
+from autograder.grade.verifier.client import connect_when_listening
 from autograder.grade.verifier.host import verify
 from autograder.grade.verifier.request import build_request, exercises_in
 
@@ -91,21 +91,6 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
-def _connected(path: str, deadline: float) -> socket.socket:
-    """A connection to the verifier's socket once it listens: the socket file exists from its
-    bind, a moment before its listen, and a connection in between is refused."""
-    while True:
-        connection = socket.socket(socket.AF_UNIX)
-        try:
-            connection.connect(path)
-            return connection
-        except (FileNotFoundError, ConnectionRefusedError):
-            connection.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
 def _serve_requests(tmp_path, notebooks: list, retire_after: int = 400) -> list[dict]:
     """Each notebook's verdicts from one verifier, sent one after another on one connection as
     a grading worker does, until it retires; it must end on its own (status 0) once it is
@@ -115,7 +100,7 @@ def _serve_requests(tmp_path, notebooks: list, retire_after: int = 400) -> list[
     server = subprocess.Popen([sys.executable, "-c", script])
     replies = []
     try:
-        connection = _connected(path, deadline=time.monotonic() + 60)
+        connection = connect_when_listening(path, within=60)
         with connection, connection.makefile("rb") as reader:
             for nb in notebooks:
                 request = build_request(nb, seed).to_dict()
