@@ -100,8 +100,8 @@ def test_local_run_gets_the_golden_scores(local_scores):
 
 @pytest.mark.xfail(
     strict=False,
-    reason="intermittent in full-suite runs: both Dask workers used the local run's zygote "
-    "(HOOKLAB_ZYGOTE in their environment); it now stays unset while the cluster lives",
+    reason="intermittent in full-suite runs: both Dask workers find HOOKLAB_ZYGOTE in their "
+    "environment and use that zygote; how it gets there is not yet known",
 )
 def test_cluster_run_scores_every_cell_as_the_local_run(local_scores, cluster_scores):
     assert cluster_scores == local_scores
@@ -109,8 +109,8 @@ def test_cluster_run_scores_every_cell_as_the_local_run(local_scores, cluster_sc
 
 @pytest.mark.xfail(
     strict=False,
-    reason="intermittent in full-suite runs: both Dask workers used the local run's zygote "
-    "(HOOKLAB_ZYGOTE in their environment); it now stays unset while the cluster lives",
+    reason="intermittent in full-suite runs: both Dask workers find HOOKLAB_ZYGOTE in their "
+    "environment and use that zygote; how it gets there is not yet known",
 )
 def test_cluster_run_gets_the_golden_scores(cluster_scores):
     assert cluster_scores == {case: expected_scores(ASSIGNMENT, case) for case in CASES}
