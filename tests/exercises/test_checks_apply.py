@@ -225,7 +225,7 @@ NOT_D = ["held for Function_A", "not for Function_D (model.cd.d)", "misses some"
         (
             "init_bias_new_parameters",
             cells("apply_init_bias"),
-            ["new objects in place of the Parameters W and b", "in place", "optimizer"],
+            ["new objects in place of the Parameters `W` and `b`", "in place", "optimizer"],
         ),
         (
             "init_ones_plain_tensor",
@@ -277,7 +277,7 @@ def test_no_module_matched_is_said_only_when_the_condition_never_held():
         run_notebook(A, init_ones(ISINSTANCE, body=body), until="apply_add_bias_intro"),
         "apply_init_ones_test",
     )
-    assert "changed nothing" not in message and "did not set W to 1" in message
+    assert "changed nothing" not in message and "did not set `W` to 1" in message
 
 
 def test_a_plain_tensor_hiding_the_parameter_is_named():
@@ -293,6 +293,19 @@ def test_the_fix_comes_with_the_failure_but_not_in_its_message():
     assert outcome.status == "failed" and "plain tensor" in outcome.message
     assert "Parameter(torch.rand(2))" in outcome.fix
     assert "Parameter(torch.rand(2))" not in outcome.message
+
+
+def test_parameters_turned_into_buffers_get_a_fix_for_both():
+    buffers = case("init_bias_new_parameters").replace(
+        "        module.W = Parameter(torch.ones(2, 2))\n        module.b = Parameter(torch.ones(2))",
+        "        del module.W, module.b\n"
+        "        module.register_buffer('W', torch.ones(2, 2))\n"
+        "        module.register_buffer('b', torch.ones(2))",
+    )
+    run = run_notebook(A, buffers, until="apply_init_bias_test")
+    outcome = run_check("apply_init_bias", run)
+    assert outcome.status == "failed" and "`W` and `b` should stay registered" in outcome.message
+    assert "module.W.fill_(1.0)" in outcome.fix and "module.b.fill_(1.0)" in outcome.fix
 
 
 def test_wrong_std_is_reported_with_the_measured_statistics():

@@ -473,7 +473,7 @@ def test_hook_order_accepts_a_tuple_and_names_a_malformed_answer():
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
-        (answers(A, "hook_left_registered"), "are still registered on the module"),
+        (answers(A, "hook_left_registered"), "still registered on the module"),
         (capture("return module(*inputs)"), "never registers a forward hook"),
         (answers(A, "forward_called_directly"), "calls `module.forward(...)`"),
         (
@@ -543,7 +543,8 @@ def torch_fire_count() -> int:
 def test_forward_bypass_a_wrong_count_points_to_the_demo():
     wrong = torch_fire_count() + 1
     message = failure(quiz("forward_bypass", fire_count=wrong), "forward_bypass_test")
-    assert f"does not fire {wrong} time(s)" in message and "demo cell" in message
+    times = "time" if wrong == 1 else "times"
+    assert f"does not fire {wrong} {times} in" in message and "demo cell" in message
     assert "forward_bypass_test" in quiz("forward_bypass", fire_count=torch_fire_count()).passed()
 
 
@@ -576,7 +577,7 @@ FULL = (
 @pytest.mark.parametrize(
     ("answer", "phrase"),
     [
-        (report("report['input_type'] = type(input)"), "lacks the key(s)"),
+        (report("report['input_type'] = type(input)"), "lacks the keys"),
         (answers(A, "input_size_on_tuple"), "'tuple' object has no attribute 'size'"),
         (report(FULL.replace("type(input);", "type(input).__name__;")), "not the string 'tuple'"),
         (report(FULL.replace('= input[0].size()', '= input[0].size')), "is a method"),

@@ -192,9 +192,22 @@ def _fresh(s: Student, model: nn.Module, layer: str, x, class_index: int):
     )
 
 
+def visible_case(rng: torch.Generator):
+    """The visible check's fresh case, at the notebook's layer: (model, x, class_index), the
+    first drawn whose map differs from every wrong map compare_cam names. With a case that shows
+    no mistake, a Grad-CAM without the ReLU passed there about one time in three, and the
+    notebook's own failing map was then blamed on a stale result."""
+    for _attempt in range(30):
+        model, x = fresh_case(rng, batch_max=1, size=16)
+        class_index = randint(rng, 0, 9)
+        cam, wrong = expected_cam(model, LAYER, x, class_index)
+        if not any(close(variant, cam) for variant, _why in wrong.values()):
+            break
+    return model, x, class_index
+
+
 def visible(s: Student) -> str:
-    fresh, fresh_x = fresh_case(s.rng, batch_max=1, size=16)
-    fresh_class = randint(s.rng, 0, 9)
+    fresh, fresh_x, fresh_class = visible_case(s.rng)
     got_fresh, judge_fresh = in_case(fresh_where(), _fresh, s, fresh, LAYER, fresh_x, fresh_class)
     in_case(fresh_where(), require_no_hooks, fresh, FN)
     model, x, class_index = s.get("model"), s.get("digit"), int(s.get("predicted_class"))
@@ -220,8 +233,7 @@ def hidden(s: Student) -> str:
 
 
 def judge_visible(rng: torch.Generator, evidence: dict) -> None:
-    fresh, fresh_x = fresh_case(rng, batch_max=1, size=16)
-    fresh_class = randint(rng, 0, 9)
+    fresh, fresh_x, fresh_class = visible_case(rng)
     want, _variants = expected_cam(fresh, LAYER, fresh_x, fresh_class, variants=False)
     expect_close(item(evidence, "fresh"), want, "the fresh model's map")
     model, x = notebook_case(evidence)

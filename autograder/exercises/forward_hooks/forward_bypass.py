@@ -11,7 +11,7 @@ from autograder.exercises.forward_hooks.models import make_double
 from autograder.exercises.kit.judge import expect_equal, item
 from autograder.exercises.kit.student import Student
 from autograder.feedback import CheckFailed
-from autograder.i18n import N_, _
+from autograder.i18n import N_, _, ngettext
 
 HINTS = [
     N_("Hooks are run by `nn.Module.__call__`, which is what `module(x)` invokes."),
@@ -41,9 +41,12 @@ def visible(s: Student) -> str:
         )
     if got != fire_count():
         raise CheckFailed(
-            _(
-                "the hook does not fire {got} time(s) in this snippet. Run it in the demo cell "
-                "under the question and count the lines it prints."
+            ngettext(
+                "the hook does not fire {got} time in this snippet. Run it in the demo cell "
+                "under the question and count the lines it prints.",
+                "the hook does not fire {got} times in this snippet. Run it in the demo cell "
+                "under the question and count the lines it prints.",
+                got,
             ).format(got=got)
         )
     return _("fire_count = {count}: hooks fire only through `module(x)`.").format(count=got)

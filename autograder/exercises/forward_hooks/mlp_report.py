@@ -18,7 +18,7 @@ from autograder.exercises.kit.evidence import built_from
 from autograder.exercises.kit.judge import Suspicious, expect_close, expect_equal, item
 from autograder.exercises.kit.student import Student, assigns, is_stub, require_arity
 from autograder.feedback import CheckFailed, NotDoneYet, describe
-from autograder.i18n import N_, _
+from autograder.i18n import N_, _, ngettext
 from autograder.tolerances import close
 
 HINTS = [
@@ -126,9 +126,11 @@ def _compare(got: object, expected: dict, hooks: list) -> None:
     missing = [key for key in expected if key not in got]
     if missing:
         raise CheckFailed(
-            _("`report` lacks the key(s) {missing}; it has {keys}.").format(
-                missing=missing, keys=sorted(map(str, got))
-            )
+            ngettext(
+                "`report` lacks the key {missing}; it has {keys}.",
+                "`report` lacks the keys {missing}; it has {keys}.",
+                len(missing),
+            ).format(missing=missing, keys=sorted(map(str, got)))
         )
     for key, want in expected.items():
         _compare_value(key, got[key], want)

@@ -10,7 +10,7 @@ from autograder.exercises.kit.evidence import random_pairs
 from autograder.exercises.kit.judge import expect_close, item
 from autograder.exercises.kit.student import Student, registered_hooks
 from autograder.feedback import CheckFailed, describe
-from autograder.i18n import N_, _
+from autograder.i18n import N_, _, ngettext
 from autograder.tolerances import close
 
 HINTS = [
@@ -82,11 +82,16 @@ def _capture(s: Student, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
     left = len(registered_hooks(module, "forward"))
     if left:
         raise CheckFailed(
-            _(
-                "{count} forward hook(s) are still registered on the module after "
+            ngettext(
+                "{count} forward hook is still registered on the module after "
                 "`capture_output` returned. A hook left behind runs again on every later call "
                 "(and keeps alive whatever it stores) for as long as the module exists: remove "
-                "it before returning, with the handle that `register_forward_hook` gave you."
+                "it before returning, with the handle that `register_forward_hook` gave you.",
+                "{count} forward hooks are still registered on the module after "
+                "`capture_output` returned. A hook left behind runs again on every later call "
+                "(and keeps alive whatever it stores) for as long as the module exists: remove "
+                "it before returning, with the handle that `register_forward_hook` gave you.",
+                left,
             ).format(count=left),
             fix=_fix(),
         )

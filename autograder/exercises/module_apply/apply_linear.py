@@ -33,7 +33,7 @@ from autograder.exercises.module_apply.common import (
 )
 from autograder.exercises.module_apply.models import make_model
 from autograder.feedback import CheckFailed, NotDoneYet, describe
-from autograder.i18n import N_, _
+from autograder.i18n import N_, _, ngettext
 from autograder.tolerances import close
 
 HINTS = [
@@ -95,10 +95,14 @@ def judge_linear(s: Student, model: nn.Module, params: Params, x: torch.Tensor, 
     missed = _untransformed(s, model, params)
     if missed and len(missed) < len(params):
         raise CheckFailed(
-            _(
-                "{missed} still compute(s) its own operation, not x @ W.T + b, while the other "
+            ngettext(
+                "{missed} still computes its own operation, not x @ W.T + b, while the other "
                 "Function modules are right: the modules were selected by a test that misses "
-                "some."
+                "some.",
+                "{missed} still compute their own operations, not x @ W.T + b, while the other "
+                "Function modules are right: the modules were selected by a test that misses "
+                "some.",
+                len(missed),
             ).format(missed=", ".join(missed))
         )
     if close(got, _original_chain(params, x)):

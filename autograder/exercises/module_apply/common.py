@@ -28,6 +28,19 @@ NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
 FILL_FIX = "with torch.no_grad(): module.W.fill_(1.0)"
 
 
+def fill_fix(names: tuple[str, ...]) -> str:
+    """The fix that fills each named Parameter in place."""
+    return "with torch.no_grad(): " + "; ".join(f"module.{name}.fill_(1.0)" for name in names)
+
+
+def joined(names: tuple[str, ...]) -> str:
+    """`W`, or `W` and `b`, in the language of the messages."""
+    quoted = [f"`{name}`" for name in names]
+    if len(quoted) == 1:
+        return quoted[0]
+    return _("{rest} and {last}").format(rest=", ".join(quoted[:-1]), last=quoted[-1])
+
+
 # ---- running student code through apply ----------------------------------------------------------
 
 
@@ -223,8 +236,8 @@ def require_registered(model: nn.Module, names: tuple[str, ...]) -> None:
                 "is not a registered Parameter is missing from `model.parameters()` and "
                 "`state_dict()`, so an optimizer would never train it. Change the values of "
                 "the Parameter in place instead of replacing it."
-            ).format(what=" and ".join(names), problems="\n  ".join(problems)),
-            fix=FILL_FIX,
+            ).format(what=joined(names), problems="\n  ".join(problems)),
+            fix=fill_fix(names),
         )
 
 
@@ -241,7 +254,7 @@ def require_ones(model: nn.Module, names: tuple[str, ...], fn_name: str) -> None
     if not wrong:
         return
     message = _("`{fn}` did not set {what} to 1 in:\n  {wrong}").format(
-        fn=fn_name, what=" and ".join(names), wrong="\n  ".join(wrong)
+        fn=fn_name, what=joined(names), wrong="\n  ".join(wrong)
     )
     if right:
         message += "\n" + _(
@@ -267,8 +280,8 @@ def require_in_place(model: nn.Module, before: list[list[Any]], names: tuple[str
                 "values may be right, but the text asks to fill the existing Parameters in "
                 "place, as in Exercise 2: whatever holds the old Parameter keeps it (an "
                 "optimizer made before this call would go on training the old one)."
-            ).format(fn=fn_name, what=" and ".join(names), replaced=", ".join(replaced)),
-            fix="with torch.no_grad(): module.W.fill_(1.0); module.b.fill_(1.0)",
+            ).format(fn=fn_name, what=joined(names), replaced=", ".join(replaced)),
+            fix=fill_fix(names),
         )
 
 
