@@ -512,6 +512,7 @@ def test_remove_handle_a_call_after_the_removal_is_named():
         (probe("self.linear.register_forward_hook(lambda m, i, o: setattr(self, 'last_output', "
                "o.detach()))"), "not a method of this Probe"),
         (probe("self.register_forward_hook(self.save_output)"), "registered on the Probe itself"),
+        (probe("self.linear.register_forward_pre_hook(self.save_output)"), "as a pre-hook"),
         (probe("pass", forward_extra="self.linear.register_forward_hook(self.save_output)"),
          "registers `save_output` once more"),
         (probe("self.linear.register_forward_hook(self.save_output)", "last_output = output"),

@@ -30,9 +30,9 @@ def _fix_register() -> str:
 FIX_DETACH = "self.last_output = output.detach()"
 
 
-def _methods_of(probe: nn.Module, module: nn.Module) -> list:
-    """The forward hooks on `module` that are methods of this very `probe`."""
-    return [h for h in registered_hooks(module, "forward") if getattr(h, "__self__", None) is probe]
+def _methods_of(probe: nn.Module, module: nn.Module, kind: str = "forward") -> list:
+    """The hooks of `kind` on `module` that are methods of this very `probe`."""
+    return [h for h in registered_hooks(module, kind) if getattr(h, "__self__", None) is probe]
 
 
 def _no_method_hook(probe: nn.Module, linear: nn.Module) -> CheckFailed:
@@ -90,6 +90,17 @@ def _check_probe(s: Student, probe: nn.Module, x: torch.Tensor, params=None) -> 
     methods = _methods_of(probe, linear)
     for fn in methods:
         require_arity(fn, "save_output", "save_output(module, input, output)", 3)
+    if not methods and _methods_of(probe, linear, "forward_pre"):
+        raise CheckFailed(
+            _(
+                "`save_output` is registered on `self.linear` as a pre-hook "
+                "(`register_forward_pre_hook`), which runs before the layer and sees only its "
+                "inputs, as `(module, input)`: it never gets the output. A forward hook, "
+                "registered with `register_forward_hook`, runs after the layer and gets "
+                "`(module, input, output)`."
+            ),
+            fix=_fix_register(),
+        )
     s.call(_("`probe(x)`"), probe, x)
     if len(_methods_of(probe, linear)) > len(methods):
         raise CheckFailed(
