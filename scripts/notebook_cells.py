@@ -24,22 +24,41 @@ INSTALL_CELL_ID = "install"
 INSTALL_SOURCE = """\
 # Working on your own (Colab, a downloaded notebook)? This cell installs Hooklab, the package
 # with this notebook's checks and hints, when it is missing; where it is installed it does nothing.
-# By hand instead:    %pip install hooklab
-#   from a wheel:     %pip install hooklab-0.1.0-py3-none-any.whl
+# It installs the Hooklab wheel in this notebook's folder (hooklab-*.whl; in Colab, upload it to
+# the Files pane first), or what the environment variable HOOKLAB_INSTALL names: a wheel or a
+# requirement (%env HOOKLAB_INSTALL=... in a cell above this one).
+# By hand instead:    %pip install hooklab-0.1.0-py3-none-any.whl
 #   from a checkout:  pip install -e ".[lab]"   (in a terminal, then start Jupyter)
-# HOOKLAB_INSTALL (an environment variable) replaces what is installed: a requirement or a wheel.
-import importlib.util, os, shlex, subprocess, sys
+import glob, importlib.util, os, shlex, subprocess, sys
+
+
+# Shown as its message alone: Run All stops here with a sentence, not a traceback.
+class HooklabMissing(Exception):
+    def _render_traceback_(self):
+        return [str(self)]
+
 
 if importlib.util.find_spec("autograder") is None and not os.environ.get("NBGRADER_EXECUTION"):
-    wanted = shlex.split(os.environ.get("HOOKLAB_INSTALL") or "hooklab")
+    wheels = sorted(glob.glob("hooklab-*.whl"), key=os.path.getmtime)
+    wanted = shlex.split(os.environ.get("HOOKLAB_INSTALL") or "") or wheels[-1:]
+    if not wanted:
+        raise HooklabMissing(
+            "Hooklab is not installed, and this notebook's folder has no hooklab-*.whl. "
+            "Put your course's wheel there (in Colab: the Files pane), then run this cell again."
+        )
     print("Installing", *wanted, "with pip (a minute or two) ...")
     pip = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", *wanted], capture_output=True, text=True
     )
     importlib.invalidate_caches()
-    if pip.returncode != 0 or importlib.util.find_spec("autograder") is None:
+    if pip.returncode != 0:
         print(pip.stdout[-3000:], pip.stderr[-3000:])
-        raise RuntimeError("Hooklab is not installed: see pip's words above, or restart the kernel")
+        raise HooklabMissing("pip could not install Hooklab: see its words above.")
+    if importlib.util.find_spec("autograder") is None:
+        raise HooklabMissing(
+            "Hooklab is installed, but this kernel started before it. "
+            "Restart the kernel (in Colab: Runtime, Restart session), then run the notebook again."
+        )
     print("Hooklab is installed.")"""
 
 

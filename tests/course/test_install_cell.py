@@ -5,6 +5,7 @@ otherwise? (The cell runs here with pip stubbed; tests/course/test_selfstudy.py 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,13 @@ def run_cell() -> None:
     exec(compile(INSTALL_SOURCE, "install", "exec"), {"__name__": "__main__"})
 
 
+def missing(monkeypatch, tmp_path) -> None:
+    """No package, not under nbgrader, nothing named by HOOKLAB_INSTALL, in an empty folder."""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv("HOOKLAB_INSTALL", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
 def test_where_the_package_is_found_the_cell_does_nothing(monkeypatch, capsys):
     pip = Pip(monkeypatch, found_before=True, installs=True)
     run_cell()
@@ -69,9 +77,18 @@ def test_under_nbgrader_the_cell_never_installs_even_without_the_package(monkeyp
     assert pip.calls == [] and capsys.readouterr().out == ""
 
 
-def test_without_the_package_it_installs_hooklab_or_what_hooklab_install_names(monkeypatch):
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    monkeypatch.delenv("HOOKLAB_INSTALL", raising=False)
+def test_it_installs_the_newest_wheel_beside_the_notebook_or_what_hooklab_install_names(
+    monkeypatch, tmp_path
+):
+    missing(monkeypatch, tmp_path)
+    older, newer = (
+        tmp_path / "hooklab-0.1.0-py3-none-any.whl",
+        tmp_path / "hooklab-0.2.0-py3-none-any.whl",
+    )
+    newer.write_bytes(b"")
+    older.write_bytes(b"")
+    os.utime(older, (1, 1))  # downloaded earlier
+    (tmp_path / "other-1.0-py3-none-any.whl").write_bytes(b"")
     pip = Pip(monkeypatch, found_before=False, installs=True)
     run_cell()
     monkeypatch.setenv("HOOKLAB_INSTALL", "--find-links '/a dir' hooklab[lab]")
@@ -82,17 +99,44 @@ def test_without_the_package_it_installs_hooklab_or_what_hooklab_install_names(m
     run_cell()
     installed = [call[call.index("install") + 1 :] for call in pip.calls]
     assert installed == [
-        ["--quiet", "hooklab"],
+        ["--quiet", newer.name],
         ["--quiet", "--find-links", "/a dir", "hooklab[lab]"],
-        ["--quiet", "hooklab"],
+        ["--quiet", newer.name],
     ]
     assert all(call[0] == sys.executable for call in pip.calls)  # the kernel's own environment
 
 
-@pytest.mark.parametrize(("returncode", "installs"), [(1, False), (0, False)])
-def test_a_failed_install_stops_run_all_with_pips_words(monkeypatch, capsys, returncode, installs):
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    Pip(monkeypatch, found_before=False, installs=installs, returncode=returncode)
-    with pytest.raises(RuntimeError, match="Hooklab is not installed"):
+def stop(error: pytest.ExceptionInfo) -> str:
+    """What IPython shows for the cell's error: its own rendering, one sentence, no traceback."""
+    shown = error.value._render_traceback_()
+    assert len(shown) == 1
+    return shown[0]
+
+
+def test_with_no_wheel_it_never_asks_an_index_and_says_where_to_put_one(monkeypatch, tmp_path):
+    # `hooklab` is not published: asking PyPI for it could only install someone else's package.
+    missing(monkeypatch, tmp_path)
+    pip = Pip(monkeypatch, found_before=False, installs=True)
+    with pytest.raises(Exception) as error:
         run_cell()
+    assert pip.calls == []
+    assert "no hooklab-*.whl" in stop(error) and "run this cell again" in stop(error)
+
+
+def test_a_failed_install_stops_run_all_with_pips_words(monkeypatch, capsys, tmp_path):
+    missing(monkeypatch, tmp_path)
+    (tmp_path / "hooklab-0.1.0-py3-none-any.whl").write_bytes(b"")
+    Pip(monkeypatch, found_before=False, installs=False, returncode=1)
+    with pytest.raises(Exception) as error:
+        run_cell()
+    assert "pip could not install Hooklab" in stop(error)
     assert "pip said this" in capsys.readouterr().out
+
+
+def test_an_install_the_running_kernel_cannot_see_asks_for_a_restart(monkeypatch, tmp_path):
+    missing(monkeypatch, tmp_path)
+    monkeypatch.setenv("HOOKLAB_INSTALL", "-e /some/checkout")  # an editable install's .pth
+    Pip(monkeypatch, found_before=False, installs=False, returncode=0)
+    with pytest.raises(Exception) as error:
+        run_cell()
+    assert "Restart the kernel" in stop(error)
