@@ -1,7 +1,7 @@
-"""What a grading run checks before it grades anything: that the course folder exists, that the
-gradebook opens, that every assignment named is one the gradebook or the submissions know, and
-that the summary file asked for can be written; and, while it grades, that no other run grades
-the same course (`course_lock`).
+"""What a grading run checks before it grades anything: that the course folder exists and its
+autograded folder can be written, that the gradebook opens, that every assignment named is one
+the gradebook or the submissions know, and that the summary file asked for can be written; and,
+while it grades, that no other run grades the same course (`course_lock`).
 Each problem is one sentence (CannotGrade), which the command prints instead of a traceback."""
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ def check(
     if summary is not None and not summary.parent.is_dir():
         raise CannotGrade(f"cannot write the summary to {summary}: no folder {summary.parent}")
     coursedir = CourseDirectory(config=load_config(root, db_url, config))
+    if folder := _unwritable(Path(coursedir.root) / coursedir.autograded_directory):
+        raise CannotGrade(
+            f"cannot write in {folder} (permission denied), where the autograded notebooks go: "
+            f"make the course folder writable for this user"
+        )
     url = coursedir.db_url
     if _missing_sqlite_file(url):  # opening it would create it: a run that stops leaves none
         known = []
@@ -82,6 +87,14 @@ def course_lock(root: Path) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)
+
+
+def _unwritable(folder: Path) -> Path | None:
+    """`folder`, or the nearest folder above it that exists, when this user cannot add to it:
+    found before grading, a read-only course is one sentence, not one failure per submission."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return None if os.access(folder, os.W_OK | os.X_OK) else folder
 
 
 def _missing_sqlite_file(url: str) -> bool:

@@ -5,7 +5,13 @@ working folder (or the root its nbgrader_config.py names), nbgrader's options an
 from __future__ import annotations
 
 import csv
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from golden import expected_scores, make_course, submit_cases
@@ -126,6 +132,80 @@ def test_a_second_run_on_a_course_being_graded_is_refused(course_folder, monkeyp
     err = " ".join(capsys.readouterr().err.split())
     assert f"another hooklab autograde is grading {course_folder} now" in err
     assert (course_folder / "gradebook.db").read_bytes() == before
+
+
+def test_a_late_submission_and_its_penalty_are_in_its_summary_line(tmp_path, monkeypatch, capsys):
+    from nbgrader.api import Gradebook
+
+    root = make_course(tmp_path, ["forward_hooks"])
+    submit_cases(root, "forward_hooks", ["all_correct"])
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment("forward_hooks", duedate="2026-12-01 12:00:00")
+    (root / "submitted" / "all_correct" / "forward_hooks" / "timestamp.txt").write_text(
+        "2026-12-01 14:30:00"
+    )
+    monkeypatch.chdir(root)
+    assert main(["autograde", "forward_hooks", "--LateSubmissionPlugin.penalty_method=zero"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    total = sum(expected_scores("forward_hooks", "all_correct").values())
+    assert "forward_hooks/all_correct: submitted 150 min late; late penalty: " in err, err
+    assert f"late penalty: {total:g} points" in err  # "zero": the penalty is the whole score
+
+
+def test_nbgraders_warnings_become_sentences_of_the_summary_line():
+    from autograder.grade.grader.converter import KeptWarnings, warnings_as_notes
+
+    log = KeptWarnings()
+    log.info("Overwriting files with master versions from the source directory")
+    log.warning("%s is %s seconds late", "SubmittedAssignment<hw1 for frank>", 9000.0)
+    log.warning("No submitted file: {}".format("/c/submitted/eve/hw1/files.ipynb"))
+    log.warning("Late submission penalty: 3.0")
+    log.warning("Late submission penalty: 3.0")
+    log.error("No assignment with ID 'hw1' exists in the database")  # raised right after
+    assert warnings_as_notes(log.kept) == [
+        "submitted 150 min late",
+        "files.ipynb was not handed in: it scores zero",
+        "late penalty: 6 points",
+    ]
+
+
+NOBODY = 65534
+
+
+def test_a_read_only_course_is_refused_in_one_sentence_before_grading(course_folder, tmp_path):
+    """Run as a user who cannot write the course (as root, `nobody`: root writes anywhere)."""
+    course = Path(tempfile.mkdtemp(prefix="hooklab-readonly-", dir="/tmp"))
+    home = course / "home"
+    try:
+        shutil.copytree(
+            course_folder, course / "course", ignore=shutil.ignore_patterns("autograded")
+        )
+        home.mkdir()
+        for path in [course, *course.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        as_root = os.getuid() == 0
+        if as_root:
+            os.chown(home, NOBODY, NOBODY)
+        else:
+            (course / "course").chmod(0o555)
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder", "autograde", "forward_hooks", "--force"],
+            cwd=course / "course",
+            env={**os.environ, "HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **({"user": NOBODY, "group": NOBODY, "extra_groups": []} if as_root else {}),
+        )
+        if as_root and "ModuleNotFoundError" in done.stderr:
+            pytest.skip(f"nobody cannot run this checkout's Python: {done.stderr[-300:]}")
+        err = " ".join(done.stderr.split())
+        assert done.returncode == 1, done.stderr
+        assert f"cannot write in {course / 'course'} (permission denied)" in err, done.stderr
+        assert "Traceback" not in done.stderr and "failed forward_hooks/" not in err
+    finally:
+        (course / "course").chmod(0o755)
+        shutil.rmtree(course, ignore_errors=True)
 
 
 @pytest.mark.parametrize(

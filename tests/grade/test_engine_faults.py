@@ -26,6 +26,7 @@ LAST_CELL = {
     "        blocks.append(bytearray(256 * 1024 * 1024))\n\n\ngrow()",
     "segfault": "import ctypes\nctypes.string_at(0)",
     "os_exit": "import os\nos._exit(1)",
+    "big_file": 'with open("big.bin", "wb") as f:\n    f.write(bytes(65 * 1024 * 1024))',
 }
 HUGE_OUTPUT = 'print("x" * 50_000_000)\n'  # 50 MB on one line, then the right answer
 
@@ -78,6 +79,7 @@ EXPECTED = {
     "huge_output": ("graded", "cell mlp_report printed too much; its output was cut"),
     "segfault": ("graded", "kernel died (signal 11, SIGSEGV) while running cell mlp_report"),
     "os_exit": ("graded", "kernel died (exit code 1) while running cell mlp_report"),
+    "big_file": ("graded", "cell mlp_report wrote a file over the limit of 64 MiB"),
     "dies_early": ("graded", "kernel died (exit code 3) while running cell forward_collect"),
     "invalid_json": ("failed", "forward_hooks.ipynb is not valid JSON (line 1, column 12)"),
     "empty_file": ("failed", "forward_hooks.ipynb is empty"),

@@ -27,7 +27,7 @@ from traitlets.config import Config
 
 from autograder.course import COURSE_ORDER
 from autograder.grade import collector
-from autograder.grade.grader.converter import EngineAutograde
+from autograder.grade.grader.converter import EngineAutograde, KeptWarnings, warnings_as_notes
 from autograder.grade.grader.inspect_submission import (
     read_plain_file,
     submission_problems,
@@ -295,7 +295,9 @@ class Batch:
         start = time.perf_counter()
         staged = None
         try:
-            converter = EngineAutograde(coursedir=self.coursedir, config=self.config)
+            converter = EngineAutograde(
+                coursedir=self.coursedir, config=self.config, log=KeptWarnings()
+            )
             converter.force = self.force
             source = Path(converter._format_source(self.assignment, student))
             staged = Staged(student, converter, source)
@@ -349,11 +351,13 @@ class Batch:
                 self._grade_notebook(converter, student, notebook)
                 for notebook in converter.notebooks
             ]
-            notes = _problems(staged.source, self.assignment)
+            graded = {Path(notebook).name for notebook in converter.notebooks}
+            notes = _problems(staged.source, self.assignment, graded)
             notes += [note for result in results for note in self._execution_notes(result)]
             with self.gradebook_lock:
                 converter.set_permissions(self.assignment, student)
                 converter.finish_staging(self.assignment, student)
+            notes = warnings_as_notes(converter.log.kept) + notes
         except Exception as error:  # one submission never stops the batch
             return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
         peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
@@ -428,7 +432,7 @@ class Batch:
         # The timeout the worker's executor got: nbgrader's Execute reads ExecutePreprocessor's
         # options too, so only its own configuration knows which applies.
         timeout = Execute(config=self.config).timeout
-        memory = Limits.from_dict(self.config.WarmKernelManager.get("limits")).address_space_mb
+        limits = Limits.from_dict(self.config.WarmKernelManager.get("limits"))
         executed = json.loads(result.output)
         notes = [result.weaker] if result.weaker else []  # no sandbox: say it every time
         notes += [f"{result.death}; the cells after it were not run"] if result.death else []
@@ -440,7 +444,16 @@ class Batch:
             if "CellTimeoutError" in errors:
                 notes.append(f"cell {name} timed out after {timeout} s and was interrupted")
             if "MemoryError" in errors:
-                notes.append(f"cell {name} ran out of memory (MemoryError, limit {memory} MiB)")
+                notes.append(
+                    f"cell {name} ran out of memory (MemoryError, limit "
+                    f"{limits.address_space_mb} MiB)"
+                )
+            values = {o.get("evalue", "") for o in outputs if o.get("output_type") == "error"}
+            if any("[Errno 27]" in value for value in values):  # EFBIG, from RLIMIT_FSIZE
+                notes.append(
+                    f"cell {name} wrote a file over the limit of {limits.file_size_mb} MiB "
+                    f"(OSError: File too large)"
+                )
             shown = ["".join(o.get("text", "")) for o in outputs]
             shown += ["".join(o.get("data", {}).get("text/plain", "")) for o in outputs]
             if any(TRUNCATED[:20] in text for text in shown):
@@ -448,10 +461,10 @@ class Batch:
         return notes
 
 
-def _problems(source: Path, assignment: str) -> list[str]:
+def _problems(source: Path, assignment: str, graded: set[str] | None = None) -> list[str]:
     """submission_problems, which reads files a student made: their faults are its own."""
     try:
-        return submission_problems(source, assignment)
+        return submission_problems(source, assignment, graded)
     except (OSError, ValueError, RecursionError, MemoryError) as error:
         return [f"the submitted files could not be inspected ({_describe(error)})"]
 

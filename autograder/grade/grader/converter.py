@@ -5,7 +5,9 @@ records, copied files, permissions), and the two gradebook writes of its autogra
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -21,6 +23,59 @@ from autograder.grade.worker.pipeline import NotebookResult
 
 STAGING = ".{assignment}.hooklab-partial"  # beside autograded/<student>/<assignment>
 REPLACED = ".{assignment}.hooklab-replaced"  # the same, regraded: its previous folder
+
+
+class KeptWarnings(logging.LoggerAdapter):
+    """nbgrader's log for one submission. What it warns about (a late submission and its
+    penalty, a notebook that was not handed in) is kept for the submission's line in the summary
+    rather than printed among the progress bars; its info messages go nowhere."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.getLogger("hooklab.nbgrader"), {})
+        self.kept: list[str] = []
+
+    def isEnabledFor(self, level: int) -> bool:
+        return level >= logging.WARNING
+
+    def log(self, level: int, msg: object, *args, **kwargs) -> None:
+        if level != logging.WARNING:  # errors come with the exception nbgrader raises next
+            return
+        try:
+            self.kept.append(str(msg) % args if args else str(msg))
+        except (TypeError, ValueError):
+            self.kept.append(str(msg))
+
+
+_LATE = re.compile(r" is ([\d.]+) seconds late$")
+_NOT_SUBMITTED = "No submitted file: "
+_PENALTY = "Late submission penalty: "
+
+
+def warnings_as_notes(kept: list[str]) -> list[str]:
+    """nbgrader's warnings about a submission as sentences of its summary line."""
+    notes, penalties = [], []
+    for warning in kept:
+        if late := _LATE.search(warning):
+            minutes = float(late.group(1)) / 60
+            notes.append(f"submitted {minutes:.0f} min late")
+        elif warning.startswith(_NOT_SUBMITTED):
+            name = Path(warning[len(_NOT_SUBMITTED) :]).name
+            notes.append(f"{name} was not handed in: it scores zero")
+        elif warning.startswith(_PENALTY) and _is_number(warning[len(_PENALTY) :]):
+            penalties.append(float(warning[len(_PENALTY) :]))
+        else:
+            notes.append(warning)
+    if penalties:  # one per notebook
+        notes.append(f"late penalty: {sum(penalties):g} points")
+    return list(dict.fromkeys(notes))  # nbgrader says some twice
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class EngineAutograde(Autograde):

@@ -13,14 +13,15 @@ from autograder.course import COURSE_ORDER
 SUPPORTED_NBFORMAT = 4
 
 
-def submission_problems(folder: Path, assignment: str) -> list[str]:
+def submission_problems(folder: Path, assignment: str, graded: set[str] | None = None) -> list[str]:
     """What is wrong with the notebooks handed in under `folder` (submitted/<s>/<a>/), if
-    anything: one plain sentence per problem, empty when the files look gradable."""
+    anything: one plain sentence per problem, empty when the files look gradable. Only the
+    notebooks named in `graded` (all, when None) are read: --notebook grades some."""
     expected = f"{assignment}.ipynb"
     found = sorted(folder.glob("*.ipynb"))
     if not found:
         return [f"no notebook was handed in (expected {expected})"]
-    problems = [notebook_problem(path) for path in found]
+    problems = [notebook_problem(p) for p in found if graded is None or p.name in graded]
     names = [path.name for path in found]
     # Only this course's assignments are one notebook named as the assignment.
     if assignment in COURSE_ORDER and expected not in names:
