@@ -31,7 +31,9 @@ class CellRun:
 class StudentSession:
     """The student notebook of `assignment`, open in a kernel of its own."""
 
-    def __init__(self, assignment: str) -> None:
+    def __init__(self, assignment: str, *, cell_ids: bool = True) -> None:
+        """`cell_ids=False`: as Colab, VS Code or the classic Notebook, which send no cell id."""
+        self.cell_ids = cell_ids
         path = ROOT / "notebooks" / assignment / f"{assignment}.ipynb"
         self.nb = notebooks.read(path)
         self.cells = [c for c in self.nb.cells if c.cell_type == "code"]
@@ -77,7 +79,8 @@ class StudentSession:
             "allow_stdin": False,
             "stop_on_error": False,
         }
-        request = self.client.session.msg("execute_request", content, metadata={"cellId": cell.id})
+        metadata = {"cellId": cell.id} if self.cell_ids else {}
+        request = self.client.session.msg("execute_request", content, metadata=metadata)
         self.client.shell_channel.send(request)
         msg_id = request["header"]["msg_id"]
         texts, html, outputs, status, ename = [], [], [], "ok", ""

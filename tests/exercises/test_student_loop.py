@@ -116,11 +116,13 @@ def answered_in_order(session: StudentSession, assignment: str) -> list[str]:
 
 
 @pytest.mark.nbgrader
+@pytest.mark.parametrize("cell_ids", [True, False], ids=["JupyterLab", "no cell ids"])
 @pytest.mark.parametrize("assignment", course.assignments())
-def test_a_check_run_again_after_later_exercises_still_passes(assignment):
+def test_a_check_run_again_after_later_exercises_still_passes(assignment, cell_ids):
     """Later exercises rebind the same names (`add`, `model`, `answer`, `x`); an earlier check
-    cell run again on its own reads its own exercise's objects, not theirs."""
-    with StudentSession(assignment) as session:
+    cell run again on its own reads its own exercise's objects, not theirs, whether or not the
+    front end says which cell runs."""
+    with StudentSession(assignment, cell_ids=cell_ids) as session:
         for grade_id in answered_in_order(session, assignment):
             verdict = session.run(session.cells[session.index(f"{grade_id}_test")])
             assert verdict.status == "ok" and f"✓ {grade_id}" in verdict.text, (
@@ -143,9 +145,10 @@ def test_an_exercise_done_after_the_next_one_passes():
 
 
 @pytest.mark.nbgrader
-def test_a_name_the_student_rebinds_in_a_cell_of_their_own_stays_rebound():
+@pytest.mark.parametrize("cell_ids", [True, False], ids=["JupyterLab", "no cell ids"])
+def test_a_name_the_student_rebinds_in_a_cell_of_their_own_stays_rebound(cell_ids):
     correct = notebooks.parse_answers(answers("forward_hooks", "all_correct"))
-    with StudentSession("forward_hooks") as session:
+    with StudentSession("forward_hooks", cell_ids=cell_ids) as session:
         session.run_all()
         for grade_id in ("forward_add5", "pre_hook_replace"):
             session.answer(grade_id, typed(session, grade_id, correct[grade_id]))

@@ -42,7 +42,13 @@ def check(
     seed: int | None = None,
 ) -> None:
     """Run the check for `grade_id` against a notebook's namespace (pass `globals()`)."""
-    outcome = run_check(grade_id, namespace, hidden=hidden, seed=seed)
+    following = _objects is not None and namespace is _objects.namespace
+    swapped = _objects.before_check(grade_id) if following else {}
+    try:
+        outcome = run_check(grade_id, namespace, hidden=hidden, seed=seed)
+    finally:
+        if swapped:
+            _objects.after_check(swapped)
     progress.record(grade_id, hidden, outcome.status)
     key = (grade_id, hidden)
     _failures[key] = _failures.get(key, 0) + 1 if outcome.status == FAILED else 0
