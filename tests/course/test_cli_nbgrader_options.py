@@ -172,7 +172,7 @@ def test_nbgraders_warnings_become_sentences_of_the_summary_line():
 NOBODY = 65534
 
 
-def test_a_read_only_course_is_refused_in_one_sentence_before_grading(course_folder, tmp_path):
+def test_a_read_only_course_is_refused_in_one_sentence_before_grading(course_folder):
     """Run as a user who cannot write the course (as root, `nobody`: root writes anywhere)."""
     course = Path(tempfile.mkdtemp(prefix="hooklab-readonly-", dir="/tmp"))
     home = course / "home"
