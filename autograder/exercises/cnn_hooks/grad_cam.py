@@ -160,19 +160,27 @@ def compare_cam(got: object, model: nn.Module, layer: str, x: torch.Tensor, clas
     )
 
 
+def _draw(rng: torch.Generator, layer: str, size: int | None = None):
+    """One fresh case at `layer`, (model, layer, x, class_index, expected map), and whether its
+    map differs from every wrong map compare_cam names. A case where a mistake gives the right
+    map cannot catch it: an all-zero map is its own "not normalised" variant, and a map whose
+    raw sum has no negative part is its own "no relu" one."""
+    model, x = fresh_case(rng, batch_max=1, size=size)
+    class_index = randint(rng, 0, 9)
+    cam, wrong = expected_cam(model, layer, x, class_index)
+    shows = not any(close(variant, cam) for variant, _why in wrong.values())
+    return (model, layer, x, class_index, cam), shows
+
+
 def cam_cases(rng: torch.Generator):
-    """Fresh cases whose map differs from every wrong map compare_cam names: (model, layer, x,
-    class_index, expected map), `TRIALS` of them. A case where a mistake gives the right map
-    cannot catch it: an all-zero map is its own "not normalised" variant, and a map whose raw
-    sum has no negative part is its own "no relu" one (with only such cases, a Grad-CAM without
-    the ReLU passed the hidden check for about one seed in 200)."""
+    """`TRIALS` fresh cases that show every named mistake (_draw), one per layer of
+    HIDDEN_LAYERS (with cases that may not, a Grad-CAM without the ReLU passed the hidden check
+    for about one seed in 200)."""
     cases = []
     for _attempt in range(30):
-        model, x = fresh_case(rng, batch_max=1)
-        layer, class_index = HIDDEN_LAYERS[len(cases)], randint(rng, 0, 9)
-        cam, wrong = expected_cam(model, layer, x, class_index)
-        if not any(close(variant, cam) for variant, _why in wrong.values()):
-            cases.append((model, layer, x, class_index, cam))
+        case, shows = _draw(rng, HIDDEN_LAYERS[len(cases)])
+        if shows:
+            cases.append(case)
         if len(cases) == TRIALS:
             break
     return cases
@@ -194,14 +202,12 @@ def _fresh(s: Student, model: nn.Module, layer: str, x, class_index: int):
 
 def visible_case(rng: torch.Generator):
     """The visible check's fresh case, at the notebook's layer: (model, x, class_index), the
-    first drawn whose map differs from every wrong map compare_cam names. With a case that shows
-    no mistake, a Grad-CAM without the ReLU passed there about one time in three, and the
-    notebook's own failing map was then blamed on a stale result."""
+    first drawn that shows every named mistake (_draw). With a case that shows none, a Grad-CAM
+    without the ReLU passed there about one time in three, and the notebook's own failing map
+    was then blamed on a stale result."""
     for _attempt in range(30):
-        model, x = fresh_case(rng, batch_max=1, size=16)
-        class_index = randint(rng, 0, 9)
-        cam, wrong = expected_cam(model, LAYER, x, class_index)
-        if not any(close(variant, cam) for variant, _why in wrong.values()):
+        (model, _layer, x, class_index, _cam_map), shows = _draw(rng, LAYER, size=16)
+        if shows:
             break
     return model, x, class_index
 

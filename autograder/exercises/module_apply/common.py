@@ -25,12 +25,14 @@ FUNCTIONS = tuple(FUNCTION_PATHS.values())
 ISINSTANCE = "`isinstance(module, (Function_A, Function_B, Function_C, Function_D))`"
 FRESH = N_("On a fresh Model with random parameters")
 NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
-FILL_FIX = "with torch.no_grad(): module.W.fill_(1.0)"
 
 
 def fill_fix(names: tuple[str, ...]) -> str:
     """The fix that fills each named Parameter in place."""
     return "with torch.no_grad(): " + "; ".join(f"module.{name}.fill_(1.0)" for name in names)
+
+
+FILL_FIX = fill_fix(("W",))
 
 
 def joined(names: tuple[str, ...]) -> str:
