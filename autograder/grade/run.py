@@ -87,7 +87,7 @@ def autograde(
                 b.assignment: progress.add_task(b.assignment, total=len(b.students), last="")
                 for b in batches
             }
-            for result in run_batches(batches, jobs):
+            for result in run_batches(batches, jobs, on_stop=lambda: _say_stopping(console)):
                 results.append(result)
                 last = f"{result.student}: {result.status}"
                 progress.update(tasks[result.assignment], advance=1, last=last)
@@ -102,6 +102,13 @@ def autograde(
                 line = printable(f"{where}: {result.message}")
                 console.print(line, markup=False, highlight=False, soft_wrap=True)
         return sorted(results, key=lambda r: (names.index(r.assignment), r.student))
+
+
+def _say_stopping(console: Console) -> None:
+    console.print(
+        "[yellow]stopping: finishing the submissions in flight (Ctrl-C again stops them now, "
+        "ungraded)[/]"
+    )
 
 
 def printable(text: str) -> str:

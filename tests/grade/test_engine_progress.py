@@ -20,7 +20,7 @@ class SlowBatch:
         self.without_notebook = []
 
 
-def slow_results(batches, jobs):
+def slow_results(batches, jobs, on_stop=None):
     for batch in batches:
         for student in batch.students:
             time.sleep(0.1)

@@ -16,7 +16,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import (
+    CancelledError,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +57,8 @@ Dispatch = Callable[[NotebookJob], NotebookResult]
 class SubmissionResult:
     student: str
     assignment: str
-    status: str  # graded | failed | skipped (already graded, no --force)
+    # graded | failed | skipped (already graded, no --force) | abandoned (a stopped run's, unsaved)
+    status: str
     seconds: float
     # Why it failed, or what went wrong in a graded one (timed-out cells, MemoryError, cut
     # output, a notebook that is not the released one): plain sentences joined by "; ".
@@ -105,7 +112,30 @@ def local_workers(
         # The first task starts every worker (fork start method), from this thread, before the
         # grading threads exist.
         pool.submit(int).result()
-        yield lambda job: pool.submit(grade_notebook, job).result()
+        yield LocalDispatch(pool)
+
+
+class LocalDispatch:
+    """Hands a notebook to the local worker processes and waits for it; `cancel_waiting` drops
+    the notebooks no worker has taken yet (their callers get a CancelledError)."""
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self.pool, self.lock, self.waiting = pool, threading.Lock(), set()
+
+    def __call__(self, job: NotebookJob) -> NotebookResult:
+        future = self.pool.submit(grade_notebook, job)
+        with self.lock:
+            self.waiting.add(future)
+        try:
+            return future.result()
+        finally:
+            with self.lock:
+                self.waiting.discard(future)
+
+    def cancel_waiting(self) -> None:
+        with self.lock:
+            for future in self.waiting:
+                future.cancel()  # only those not yet in a worker's queue are cancelled
 
 
 def _end_with_grader(grader: int) -> None:
@@ -119,11 +149,27 @@ def _end_with_grader(grader: int) -> None:
     end_with_parent(grader)
 
 
-def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
+@dataclass
+class Stop:
+    """A run stopped by Ctrl-C: once `halted`, no submission starts; once `abandoned` (Ctrl-C
+    again), the ones in flight are not saved either: their kernels are ended and each is
+    unstaged, as if never started."""
+
+    halted: threading.Event = field(default_factory=threading.Event)
+    abandoned: threading.Event = field(default_factory=threading.Event)
+
+
+def run_batches(
+    batches: list[Batch], jobs: int, on_stop: Callable[[], None] | None = None
+) -> Iterator[SubmissionResult]:
     """Grade the submissions of several batches (assignments of one course) with one set of
     workers: they and the kernel template start once, and the cores stay busy from the first
     submission to the last instead of idling at the end of each assignment. Submissions are
-    taken in order, batch by batch; results are yielded as they finish."""
+    taken in order, batch by batch; results are yielded as they finish.
+
+    When the caller stops taking results (Ctrl-C), no more submissions start, the ones in flight
+    are finished, and `on_stop` is called; a KeyboardInterrupt during that wait (Ctrl-C again)
+    abandons them (Stop)."""
     if not batches:
         return
     first = batches[0]
@@ -132,9 +178,11 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
         # gradebooks: kernels wait for it, so it is the start-up's longest path.
         Zygote.current(first.config.WarmKernelManager.get("sandbox"))
     lock = threading.Lock()  # one gradebook: its bookkeeping is serialized across batches too
+    stop = Stop()
     for batch in batches:
         batch.prepare()
-        batch.gradebook_lock = lock
+        batch.gradebook_lock, batch.stop = lock, stop
+    end_kernels: Callable[[], None] = lambda: None  # noqa: E731 (Dask's are not ours to end)
     with contextlib.ExitStack() as stack:
         dispatch = first.dispatch
         if dispatch is None and first.scheduler:
@@ -146,6 +194,7 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
             # In the order the batches are graded: the template imports them in this order.
             modules = list(dict.fromkeys(m for batch in batches for m in batch.preload))
             dispatch = stack.enter_context(local_workers(jobs, sandbox, modules))
+            end_kernels = Zygote.stop_started
         borrowing = [batch for batch in batches if batch.dispatch is None]
         for batch in borrowing:
             batch.dispatch = dispatch
@@ -153,15 +202,32 @@ def run_batches(batches: list[Batch], jobs: int) -> Iterator[SubmissionResult]:
         stack.callback(lambda: [setattr(batch, "dispatch", None) for batch in borrowing])
         # More grading threads than workers, so a worker never waits for bookkeeping.
         threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
-        yield from _stage_ahead(batches, threads)
+
+        def halt() -> None:
+            stop.halted.set()
+            getattr(dispatch, "cancel_waiting", lambda: None)()
+            if on_stop is not None:
+                on_stop()
+
+        def abandon() -> None:
+            stop.abandoned.set()  # first: a notebook back from now on is not saved
+            end_kernels()
+
+        yield from _stage_ahead(batches, threads, halt, abandon)
 
 
-def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[SubmissionResult]:
+def _stage_ahead(
+    batches: list[Batch],
+    threads: ThreadPoolExecutor,
+    halt: Callable[[], None],
+    abandon: Callable[[], None],
+) -> Iterator[SubmissionResult]:
     """Stage every submission (nbgrader's bookkeeping, which needs no kernel), one after another
     in order, on a thread of its own, and hand each to `threads` to grade as soon as it is
     staged; yield results as they finish. Staging runs ahead of grading: most of it is done
     while the kernel template is still importing torch and this process's core would idle,
-    instead of later, between kernels."""
+    instead of later, between kernels. Stopped early, it halts the run and waits for the
+    submissions in flight, or abandons them on a KeyboardInterrupt meanwhile."""
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     stopping = threading.Event()
     grading: dict[Future, tuple[Batch, Staged]] = {}
@@ -202,6 +268,14 @@ def _stage_ahead(batches: list[Batch], threads: ThreadPoolExecutor) -> Iterator[
                 for future, (batch, staged) in list(grading.items()):
                     if future.cancelled():
                         batch.unstage(staged)
+                halt()
+                running = [future for future in grading if not future.done()]
+                try:
+                    wait(running)
+                except KeyboardInterrupt:  # Ctrl-C again: do not wait for them
+                    abandon()
+                    wait(running)  # each unstages itself (Batch.finish), now quickly
+                    raise
 
 
 def _has_submission(db_url: str, assignment: str, student: str) -> bool:
@@ -215,6 +289,10 @@ def _has_submission(db_url: str, assignment: str, student: str) -> bool:
 
 class UnsafeSubmission(Exception):
     """A submission folder holding a link, a device or a FIFO (inspect_submission.py)."""
+
+
+class Abandoned(Exception):
+    """The run was stopped while this submission was graded, and it is not to be saved."""
 
 
 @dataclass
@@ -253,6 +331,7 @@ class Batch:
         self.students = [s for s in found if s not in self.without_notebook]
         self.dispatch, self.scheduler = dispatch, scheduler
         self.gradebook_lock = threading.Lock()
+        self.stop = Stop()  # shared by the batches of one run (run_batches)
         self.plain_config = plain_config(self.config)
         self.snapshot: GradebookSnapshot | None = None
         self.preload: list[str] = []
@@ -346,6 +425,8 @@ class Batch:
         folder in place; never raises."""
         start = time.perf_counter()
         converter, student = staged.converter, staged.student
+        if self.stop.halted.is_set():  # the run was stopped before this one started
+            return self._abandoned(staged)
         try:
             results = [
                 self._grade_notebook(converter, student, notebook)
@@ -358,7 +439,11 @@ class Batch:
                 converter.set_permissions(self.assignment, student)
                 converter.finish_staging(self.assignment, student)
             notes = warnings_as_notes(converter.log.kept) + notes
+        except (Abandoned, CancelledError):  # the stop's doing, not the submission's
+            return self._abandoned(staged)
         except Exception as error:  # one submission never stops the batch
+            if self.stop.abandoned.is_set():  # its kernel was ended by the stop
+                return self._abandoned(staged)
             return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
         peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
         seconds = staged.seconds + time.perf_counter() - start
@@ -367,6 +452,10 @@ class Batch:
             student, self.assignment, "graded", seconds, "; ".join(notes), peak, notes
         )
         return self._noted(result)
+
+    def _abandoned(self, staged: Staged) -> SubmissionResult:
+        self.unstage(staged)
+        return SubmissionResult(staged.student, self.assignment, "abandoned", 0.0)
 
     def _failed(self, staged: Staged, error: Exception, seconds: float) -> SubmissionResult:
         notes = self._explain(error, staged.source)
@@ -409,6 +498,8 @@ class Batch:
             secret=self.secret,
         )
         result = self.dispatch(job)
+        if self.stop.abandoned.is_set():  # back after the stop, which may have ended its kernel
+            raise Abandoned  # (a notebook of the same submission saved before stays saved)
         with self.gradebook_lock:
             converter.save(resources, result)
         return result

@@ -27,6 +27,8 @@ from autograder.grade.sandbox import working_folder
 from autograder.grade.sandbox.bwrap import kernel_environment
 from autograder.grade.sandbox.limits import Limits
 
+TEMPLATE_GONE = "its kernel template ended"
+
 
 class ForkedKernel:
     """What LocalProvisioner expects of a Popen, for a kernel that is the zygote's child."""
@@ -39,7 +41,14 @@ class ForkedKernel:
         self.maxrss_mb: float | None = None
 
     def status(self) -> dict:
-        return self.zygote.request(at=self.template, op="status", pid=self.pid)
+        try:
+            return self.zygote.request(at=self.template, op="status", pid=self.pid)
+        except (OSError, RuntimeError):
+            # The template is gone (stopped by a second Ctrl-C, or died), and its kernels with
+            # it: it kills them as it stops, and each dies with its parent. Said as an ended
+            # kernel, so that nbclient's liveness check ends the cell now rather than raising
+            # in its poller and leaving the cell to its time-out.
+            return {"running": False, "returncode": -signal.SIGKILL, "reason": TEMPLATE_GONE}
 
     def poll(self) -> int | None:
         if self.returncode is None:

@@ -135,7 +135,8 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
                 importlib.import_module(module)
             except Exception:  # a notebook's import that fails here fails in its kernel as usual
                 failed.append(module)
-        speedups.install("figures")  # first: the warm-up figure's fonts are the kernels' fonts
+        if "matplotlib.pyplot" in sys.modules:  # else there is nothing to draw, or to speed up
+            speedups.install("figures")  # first: the warm-up figure's fonts are the kernels'
         template_warmup.warm_figure_rendering()
         template_warmup.read_course_data()
     template_warmup.register_modules()

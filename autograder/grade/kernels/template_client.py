@@ -176,6 +176,14 @@ class Zygote:
             cls._current = Zygote(sandbox=sandbox, wait=False)
             atexit.register(cls._current.stop)
 
+    @classmethod
+    def stop_started(cls) -> None:
+        """Stop the zygote this process started, if any: its kernels, child templates and
+        verifiers end at once (a second Ctrl-C: the instructor does not want to wait for the
+        notebooks in flight)."""
+        if cls._current is not None:
+            cls._current.stop()
+
     @property
     def info(self) -> dict:
         """The zygote's own settings: sandboxed, weaker (why not), kernel_uid, scratch_mb."""

@@ -286,18 +286,22 @@ def scan_cells(nb: Any) -> list[Finding]:
 
     A cell that does not parse cannot have run, unless the kernel read it differently from the
     scan (an earlier cell changed how IPython reads cells): when the kernel ran it without a
-    syntax error, its finding counts as tampering."""
+    syntax error, its finding counts as tampering. A manually graded answer that does not parse
+    is no finding: a person reads it (prose in a code cell), and its syntax error is in sight."""
     found = []
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type != "code" or meta.get("locked") or _is_test_cell(cell):
             continue
+        read_by_a_person = bool(meta.get("grade") and meta.get("solution"))
         for finding in scan_source(cell.source, meta.get("grade_id") or cell.get("id", "?")):
             if finding.kind == UNPARSABLE and _ran_without_syntax_error(cell):
                 what = Phrase(
                     N_("{what}; yet the kernel ran it without a syntax error"), what=finding.what
                 )
                 finding = Finding(finding.cell, finding.line, what)
+            elif finding.kind == UNPARSABLE and read_by_a_person:
+                continue
             found.append(finding)
     return found
 

@@ -268,3 +268,20 @@ def test_a_syntax_error_the_kernel_showed_gets_no_second_note_in_the_notebook():
     nb.cells[0].outputs, nb.cells[0].execution_count = [], None
     _, _, _, verified = _verified(guard, nb)
     assert any("cannot be read" in o.get("text", "") for o in verified.cells[0].outputs)
+
+
+def test_prose_in_a_manually_graded_code_cell_is_not_flagged():
+    """nbgrader's manually graded answers may be code cells; prose there raises a SyntaxError
+    in the kernel, in sight of the person who grades it, and is no flag. The same prose in an
+    autograded answer cell still is."""
+    prose = "It only tries divisors up to the square root because larger ones pair with smaller."
+    cells = [notebooks.nbformat.v4.new_code_cell(prose), notebooks.nbformat.v4.new_code_cell(prose)]
+    manual = {"grade": True, "solution": True, "grade_id": "explain", "points": 2}
+    cells[0].metadata["nbgrader"] = manual
+    cells[1].metadata["nbgrader"] = {"solution": True, "grade_id": "answer", "grade": False}
+    nb = notebooks.nbformat.v4.new_notebook(cells=cells)
+    guard = _run(nb, Guard("alice", "ps1", "s", run_verifier=InProcessVerifier))
+    assert [o.get("ename") for o in nb.cells[0].outputs] == ["SyntaxError"]
+    flags, _, _, verified = _verified(guard, nb)
+    assert flags == [flag for flag in flags if "cell answer" in flag] and len(flags) == 1
+    assert [o.output_type for o in verified.cells[0].outputs] == ["error"]
