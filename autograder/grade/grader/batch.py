@@ -147,6 +147,7 @@ def _end_with_grader(grader: int) -> None:
     # line and ends the workers; each printing its own traceback would bury that line.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_parent(grader)
+    Zygote.only_shared()
 
 
 @dataclass

@@ -44,6 +44,7 @@ class Zygote:
     """
 
     _current: Zygote | None = None
+    _shared_only = False  # a grading worker: the grader's zygote or none (only_shared)
 
     def __init__(
         self, path: str | None = None, sandbox: dict | None = None, *, wait: bool = True
@@ -153,6 +154,8 @@ class Zygote:
             if cls._current.alive():
                 return cls._current
         shared = os.environ.get(ZYGOTE_ENV)
+        if cls._shared_only and not (shared and os.path.exists(shared)):
+            raise RuntimeError("the grader's kernel template has ended")
         if shared and os.path.exists(shared) and (cls._current is None or cls._current.dir):
             cls._current = Zygote(shared)
         else:
@@ -175,6 +178,13 @@ class Zygote:
         if cls._current is None and not os.environ.get(ZYGOTE_ENV):
             cls._current = Zygote(sandbox=sandbox, wait=False)
             atexit.register(cls._current.stop)
+
+    @classmethod
+    def only_shared(cls) -> None:
+        """In a grading worker: use the grading process's zygote ($HOOKLAB_ZYGOTE), and never
+        start one of its own. Once that one is stopped (a second Ctrl-C), a notebook already
+        queued for this worker fails at once instead of waiting for a new template's torch."""
+        cls._shared_only = True
 
     @classmethod
     def stop_started(cls) -> None:
