@@ -152,9 +152,9 @@ def _end_with_grader(grader: int) -> None:
 
 @dataclass
 class Stop:
-    """A run stopped by Ctrl-C: once `halted`, no submission starts; once `abandoned` (Ctrl-C
-    again), the ones in flight are not saved either: their kernels are ended and each is
-    unstaged, as if never started."""
+    """A run stopped by Ctrl-C: once `halted`, no submission starts (those handed to the
+    workers already finish); once `abandoned` (Ctrl-C again), the ones in flight are not saved
+    either: their kernels are ended and each is unstaged, as if never started."""
 
     halted: threading.Event = field(default_factory=threading.Event)
     abandoned: threading.Event = field(default_factory=threading.Event)
@@ -206,12 +206,14 @@ def run_batches(
 
         def halt() -> None:
             stop.halted.set()
-            getattr(dispatch, "cancel_waiting", lambda: None)()
             if on_stop is not None:
                 on_stop()
 
         def abandon() -> None:
             stop.abandoned.set()  # first: a notebook back from now on is not saved
+            # Notebooks no worker has taken yet: not even started. (At the first Ctrl-C they
+            # are left queued: one may be a later notebook of a submission in flight.)
+            getattr(dispatch, "cancel_waiting", lambda: None)()
             end_kernels()
 
         yield from _stage_ahead(batches, threads, halt, abandon)
