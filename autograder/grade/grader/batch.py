@@ -7,22 +7,13 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import json
-import multiprocessing
-import os
 import queue
 import secrets
-import signal
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import (
-    CancelledError,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    wait,
-)
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +23,6 @@ from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from autograder.course import COURSE_ORDER
-from autograder.grade import collector
 from autograder.grade.grader.converter import EngineAutograde, KeptWarnings, warnings_as_notes
 from autograder.grade.grader.inspect_submission import (
     read_plain_file,
@@ -41,13 +31,13 @@ from autograder.grade.grader.inspect_submission import (
 )
 from autograder.grade.grader.notes import SubmissionNotes, write_notes
 from autograder.grade.grader.snapshot import GradebookSnapshot
-from autograder.grade.kernels.template_client import ZYGOTE_ENV, Zygote
-from autograder.grade.sandbox.limits import Limits, end_with_parent
+from autograder.grade.grader.workers import local_workers
+from autograder.grade.kernels.template_client import Zygote
+from autograder.grade.sandbox.limits import Limits
 from autograder.grade.settings import load_config
 from autograder.grade.verifier.client import VerifierFailed
-from autograder.grade.worker import verdict_cache
 from autograder.grade.worker.execute import TRUNCATED
-from autograder.grade.worker.pipeline import NotebookJob, NotebookResult, grade_notebook, warm_up
+from autograder.grade.worker.pipeline import NotebookJob, NotebookResult
 from autograder.grade.worker.verify import course_secret
 
 Dispatch = Callable[[NotebookJob], NotebookResult]
@@ -78,76 +68,6 @@ def submitted_students(coursedir: CourseDirectory, assignment: str, pattern: str
 def plain_config(config: Config) -> dict:
     """The course config as plain nested dicts, to send to workers."""
     return {name: dict(section) for name, section in config.items() if isinstance(section, dict)}
-
-
-@contextlib.contextmanager
-def local_workers(
-    jobs: int, sandbox: dict | None = None, modules: list[str] | None = None
-) -> Iterator[Dispatch]:
-    """Worker processes on this machine that grade notebooks, sharing one zygote.
-
-    They are forked before any grading thread exists (fork copies only the calling thread), and
-    they keep nbconvert's and nbclient's work off this process, whose single core then serves
-    nbgrader's bookkeeping for every submission.
-    """
-    zygote = Zygote.current(sandbox)
-    os.environ[ZYGOTE_ENV] = zygote.path
-    # The template imports every batch's modules while this process warms up and the first
-    # notebooks run, rather than when each batch's first notebook asks (the cores would idle).
-    zygote.preload_soon(modules or [])
-    # warm_up imports IPython (to find the kernel spec). The pause ends by freezing what this
-    # process holds: the workers' garbage collections then skip the (many) objects they
-    # inherit, which would otherwise cost time in every full collection and copy the shared
-    # pages they sit on.
-    with collector.paused_for_imports():
-        warm_up()  # here, once, instead of in every worker on its first notebook
-    context = multiprocessing.get_context("fork")
-    workers = ProcessPoolExecutor(
-        max_workers=max(1, jobs),
-        mp_context=context,
-        initializer=_end_with_grader,
-        initargs=(os.getpid(),),
-    )
-    with verdict_cache.shared_folder(), workers as pool:
-        # The first task starts every worker (fork start method), from this thread, before the
-        # grading threads exist.
-        pool.submit(int).result()
-        yield LocalDispatch(pool)
-
-
-class LocalDispatch:
-    """Hands a notebook to the local worker processes and waits for it; `cancel_waiting` drops
-    the notebooks no worker has taken yet (their callers get a CancelledError)."""
-
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool, self.lock, self.waiting = pool, threading.Lock(), set()
-
-    def __call__(self, job: NotebookJob) -> NotebookResult:
-        future = self.pool.submit(grade_notebook, job)
-        with self.lock:
-            self.waiting.add(future)
-        try:
-            return future.result()
-        finally:
-            with self.lock:
-                self.waiting.discard(future)
-
-    def cancel_waiting(self) -> None:
-        with self.lock:
-            for future in self.waiting:
-                future.cancel()  # only those not yet in a worker's queue are cancelled
-
-
-def _end_with_grader(grader: int) -> None:
-    """In a worker, first: end with the grading process. A worker waits for its next notebook
-    on a pipe whose writing end every worker holds too, so it would not notice a grader killed
-    on its own. The thread that forks the workers is the one that entered local_workers, which
-    outlives the pool."""
-    # Ctrl-C reaches the whole process group: the grading process says what it means in one
-    # line and ends the workers; each printing its own traceback would bury that line.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    end_with_parent(grader)
-    Zygote.only_shared()
 
 
 @dataclass
