@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,11 +124,6 @@ def run_batches(
         # More grading threads than workers, so a worker never waits for bookkeeping.
         threads = stack.enter_context(ThreadPoolExecutor(max_workers=2 * max(1, jobs)))
 
-        def halt() -> None:
-            stop.halted.set()
-            if on_stop is not None:
-                on_stop()
-
         def abandon() -> None:
             stop.abandoned.set()  # first: a notebook back from now on is not saved
             # Notebooks no worker has taken yet: not even started. (At the first Ctrl-C they
@@ -136,29 +131,30 @@ def run_batches(
             getattr(dispatch, "cancel_waiting", lambda: None)()
             end_kernels()
 
-        yield from _stage_ahead(batches, threads, halt, abandon)
+        yield from _stage_ahead(batches, threads, stop, on_stop or (lambda: None), abandon)
 
 
 def _stage_ahead(
     batches: list[Batch],
     threads: ThreadPoolExecutor,
-    halt: Callable[[], None],
+    stop: Stop,
+    on_stop: Callable[[], None],
     abandon: Callable[[], None],
 ) -> Iterator[SubmissionResult]:
     """Stage every submission (nbgrader's bookkeeping, which needs no kernel), one after another
     in order, on a thread of its own, and hand each to `threads` to grade as soon as it is
     staged; yield results as they finish. Staging runs ahead of grading: most of it is done
     while the kernel template is still importing torch and this process's core would idle,
-    instead of later, between kernels. Stopped early, it halts the run and waits for the
-    submissions in flight, or abandons them on a KeyboardInterrupt meanwhile."""
+    instead of later, between kernels. Stopped early, it halts the run (`stop`), tells
+    `on_stop` and waits for the submissions in flight, or abandons them on a KeyboardInterrupt
+    meanwhile."""
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
-    stopping = threading.Event()
     grading: dict[Future, tuple[Batch, Staged]] = {}
 
     def stage_in_order() -> None:
         for batch in batches:
             for student in batch.students:
-                if stopping.is_set():  # the caller stopped taking results
+                if stop.halted.is_set():  # the caller stopped taking results
                     return
                 staged = batch.stage(student)
                 if isinstance(staged, SubmissionResult):
@@ -183,15 +179,15 @@ def _stage_ahead(
                 yield finished.get().result()
             complete = True
         finally:
-            stopping.set()
             if not complete:  # Ctrl-C, or the caller stopped: grade no more than is running
+                stop.halted.set()  # before the next staging, and before a finish starts
                 staging.shutdown(wait=True)  # the submission being staged is the last
                 # At once, so that no thread that frees up takes another one meanwhile.
                 threads.shutdown(wait=False, cancel_futures=True)
                 for future, (batch, staged) in list(grading.items()):
                     if future.cancelled():
                         batch.unstage(staged)
-                halt()
+                on_stop()
                 running = [future for future in grading if not future.done()]
                 try:
                     wait(running)
@@ -362,10 +358,10 @@ class Batch:
                 converter.set_permissions(self.assignment, student)
                 converter.finish_staging(self.assignment, student)
             notes = warnings_as_notes(converter.log.kept) + notes
-        except (Abandoned, CancelledError):  # the stop's doing, not the submission's
-            return self._abandoned(staged)
         except Exception as error:  # one submission never stops the batch
-            if self.stop.abandoned.is_set():  # its kernel was ended by the stop
+            # Abandoned, a notebook cancelled in the queue, or a kernel the stop ended: the
+            # stop's doing, not the submission's.
+            if self.stop.abandoned.is_set():
                 return self._abandoned(staged)
             return self._failed(staged, error, staged.seconds + time.perf_counter() - start)
         peaks = [r.kernel_peak_rss_mb for r in results if r.kernel_peak_rss_mb]
