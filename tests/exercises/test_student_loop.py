@@ -1,8 +1,9 @@
 """The student's loop, in a real kernel: Run All on the untouched notebook goes through without an
 error, every check saying "not done yet"; then, exercise by exercise, each named mistake typed
-into the answer cell and run down to the check gets its own diagnosis (never a traceback), and
-the correct answer typed in after them passes there, without a restart and without running any
-earlier cell again."""
+into the answer cell and run down to the check gets its own diagnosis (never a traceback; a cell
+on the way that raises through PyTorch shows its cause, not PyTorch's frames), and the correct
+answer typed in after them passes there, without a restart and without running any earlier cell
+again."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from student_loop import StudentSession
 
 from autograder import course, notebooks
 from autograder.exercises.kit import registry
+from autograder.exercises.kit.cell_errors import TORCH_FILES
 
 # An answer that changes a class of the notebook (`Add.forward = ...`) changes it for the rest of
 # the session; a student undoes it by running the cell that defines the class again, which its
@@ -85,6 +87,11 @@ def test_run_all_then_answer_each_exercise(assignment):
             for case, source, passes in named_mistakes(assignment, grade_id):
                 session.answer(grade_id, typed(session, grade_id, source))
                 runs = session.run_to_check(grade_id)
+                for run in runs[:-1]:  # a run cell that raised through a hook says why
+                    if run.status == "error" and TORCH_FILES in run.text:
+                        raise AssertionError((case, run.cell_id, "PyTorch's frames", run.text))
+                    if "inside PyTorch left out" in run.text:
+                        assert "What this usually means" in run.text, (case, run.text)
                 verdict = runs[-1]
                 assert not any(mark in verdict.text for mark in TRACEBACK), (case, verdict.text)
                 if passes:

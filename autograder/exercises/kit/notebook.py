@@ -18,12 +18,12 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any
 
-from autograder.exercises.kit import exercise_objects
+from autograder.exercises.kit import cell_errors, exercise_objects
 from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
 from autograder.feedback import CheckFailed, NotDoneYet
 from autograder.i18n import _
 from autograder.widgets import progress
-from autograder.widgets.frontend import graded
+from autograder.widgets.frontend import graded, kernel_shell
 from autograder.widgets.hints import exercise_hints
 
 REPEATS = 3
@@ -32,6 +32,8 @@ _CODE = re.compile(r"`([^`]+)`")
 # The set-up cell's `from autograder import check` imports this module first in every notebook:
 # from then on each exercise's cells see its own objects (exercise_objects.py).
 _objects = exercise_objects.follow_cells()
+# ...and an error that PyTorch raised from a hook in any cell says its cause (cell_errors.py).
+cell_errors.explain_in(kernel_shell())
 
 
 def check(
