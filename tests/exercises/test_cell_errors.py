@@ -1,9 +1,11 @@
-"""An error that PyTorch raises from a student's hook, in a cell of their own Jupyter, shows the
-notebook's frames and its cause, not PyTorch's frames (kit/cell_errors.py); `%tb` still shows
-every frame; a graded notebook keeps IPython's own traceback."""
+"""What the kit changes in the student's own Jupyter: an error that PyTorch raises from a hook
+shows the notebook's frames and its cause, not PyTorch's frames (kit/cell_errors.py), and `%tb`
+still shows every frame; a stub's trailing `...` shows nothing (kit/quiet_stubs.py). A graded
+notebook keeps IPython's own outputs."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 
@@ -16,6 +18,7 @@ from student_loop import StudentSession
 from torch import nn
 
 from autograder.exercises.kit.cell_errors import TORCH_FILES, without_torch
+from autograder.exercises.kit.quiet_stubs import QuietStub
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 WRONG_HOOK = """\
@@ -54,6 +57,24 @@ def test_the_frames_inside_torch_are_left_out_and_the_hook_is_kept():
     assert names[-1].co_name == "report_size"
 
 
+@pytest.mark.parametrize(
+    ("source", "silenced"),
+    [
+        ("# YOUR CODE HERE\n...", True),
+        ("x = 1\n...  # a comment", True),
+        ("...\nx = 1", False),
+        ("x = ...", False),
+        ("def f():\n    ...", False),
+        ("print(...)", False),
+    ],
+)
+def test_only_a_trailing_bare_ellipsis_is_silenced(source, silenced):
+    tree = QuietStub().visit(ast.parse(source))
+    assert isinstance(tree.body[-1], ast.Pass) is silenced
+    if not silenced:
+        assert ast.dump(tree) == ast.dump(ast.parse(source))
+
+
 def _text(run) -> str:
     return ANSI.sub("", run.text)
 
@@ -80,7 +101,7 @@ def test_a_wrong_hook_in_the_students_jupyter_says_its_cause():
 
 
 @pytest.mark.nbgrader
-def test_a_graded_notebook_keeps_ipythons_traceback():
+def test_a_graded_notebook_keeps_ipythons_own_outputs():
     env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(":")
     manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT), env=env)
@@ -94,6 +115,10 @@ def test_a_graded_notebook_keeps_ipythons_traceback():
         text = ANSI.sub("", "\n".join(errors[0]["traceback"]))
         assert os.path.join("torch", "nn", "modules", "module.py") in text, text
         assert "What this usually means" not in text
+        shown = []
+        client.execute_interactive("# YOUR CODE HERE\n...", timeout=120, output_hook=shown.append)
+        results = [m["content"]["data"] for m in shown if m["msg_type"] == "execute_result"]
+        assert results == [{"text/plain": "Ellipsis"}], results
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

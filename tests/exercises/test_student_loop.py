@@ -81,6 +81,13 @@ def test_run_all_then_answer_each_exercise(assignment):
             cid: r.text for cid, r in ran.items() if re.search(r" at 0x[0-9a-f]+>", r.text)
         }
         assert not addresses, addresses
+        # An untouched stub's bare `...` shows nothing, not `Out[n]: Ellipsis`.
+        ellipses = [
+            cid
+            for cid, r in ran.items()
+            if any(o.get("data", {}).get("text/plain") == "Ellipsis" for o in r.outputs)
+        ]
+        assert not ellipses, ellipses
         for grade_id in converted:
             check = ran[f"{grade_id}_test"]
             assert check.status == "ok" and "not done yet" in check.text, check.text

@@ -18,7 +18,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any
 
-from autograder.exercises.kit import cell_errors, exercise_objects
+from autograder.exercises.kit import cell_errors, exercise_objects, quiet_stubs
 from autograder.exercises.kit.run import FAILED, NOT_DONE, PASSED, Outcome, run_check
 from autograder.feedback import CheckFailed, NotDoneYet
 from autograder.i18n import _
@@ -32,8 +32,10 @@ _CODE = re.compile(r"`([^`]+)`")
 # The set-up cell's `from autograder import check` imports this module first in every notebook:
 # from then on each exercise's cells see its own objects (exercise_objects.py).
 _objects = exercise_objects.follow_cells()
-# ...and an error that PyTorch raised from a hook in any cell says its cause (cell_errors.py).
+# ...an error that PyTorch raised from a hook in any cell says its cause (cell_errors.py), and
+# an untouched stub's `...` shows no `Ellipsis` (quiet_stubs.py).
 cell_errors.explain_in(kernel_shell())
+quiet_stubs.quiet_in(kernel_shell())
 
 
 def check(
