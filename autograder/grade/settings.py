@@ -5,7 +5,9 @@ it imports torch itself, so that the two imports run on two cores at once."""
 from __future__ import annotations
 
 import copy
+import json
 import os
+import re
 from pathlib import Path
 
 from traitlets.config import Config
@@ -13,6 +15,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 # A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
+USES_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|autograder)\b", re.MULTILINE)
 
 
 def load_config(root: Path, db_url: str | None = None, parsed: Config | None = None) -> Config:
@@ -50,9 +53,31 @@ def start_kernel_template(root: Path) -> dict | None:
     settings."""
     from autograder.grade.kernels.template_client import Zygote
 
-    sandbox = sandbox_settings(load_config(root))
-    Zygote.start_soon(sandbox)
+    config = load_config(root)
+    sandbox = sandbox_settings(config)
+    Zygote.start_soon(sandbox, torch=course_uses_torch(root, config))
     return sandbox
+
+
+def course_uses_torch(root: Path, config: Config) -> bool:
+    """Whether a notebook of the course's source or release folder imports torch, or Hooklab's
+    checks (which use it); True too when neither folder holds a notebook, as nothing says no.
+    A course it misses still grades correctly: its kernels import torch themselves."""
+    found = False
+    for trait, default in (("source_directory", "source"), ("release_directory", "release")):
+        folder = root / config.CourseDirectory.get(trait, default)
+        for path in sorted(folder.glob("*/*.ipynb")):
+            found = True
+            try:
+                cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            except (OSError, ValueError, AttributeError):
+                return True
+            for cell in cells:
+                source = cell.get("source", "") if isinstance(cell, dict) else ""
+                source = "".join(source) if isinstance(source, list) else str(source)
+                if cell.get("cell_type") == "code" and USES_TORCH.search(source):
+                    return True
+    return not found
 
 
 def sandbox_settings(config: Config) -> dict | None:

@@ -130,6 +130,8 @@ def _serve_child(path: str, config: dict, modules: list[str], ready: int) -> Non
     server = listen(path)
     failed = []
     with collector.paused_for_imports():
+        if "torch" in modules and "torch" not in sys.modules:  # a course not seen to use it
+            speedups.install("torch")
         for module in modules:
             try:
                 importlib.import_module(module)
@@ -168,7 +170,10 @@ def serve(path: str, config: dict) -> None:
         # The grader has said which speed-ups are off and why.
         speedups.configure(config.get("speedups"), said=True)
         speedups.install("template")  # before the imports: they set up what it replaces
-        config["traceback_sources"] = template_warmup.preload(os.path.dirname(path))
+        torch = config.get("torch", True)
+        if torch:
+            speedups.install("torch")
+        config["traceback_sources"] = template_warmup.preload(os.path.dirname(path), torch=torch)
     # In the sandbox, bubblewrap ends this process with the grader (--die-with-parent). Outside
     # it, nothing would: a grader killed with SIGKILL (or by the OOM killer) left this process,
     # its child templates and their kernels running, with their memory, for good.

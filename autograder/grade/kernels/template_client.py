@@ -47,9 +47,16 @@ class Zygote:
     _shared_only = False  # a grading worker: the grader's zygote or none (only_shared)
 
     def __init__(
-        self, path: str | None = None, sandbox: dict | None = None, *, wait: bool = True
+        self,
+        path: str | None = None,
+        sandbox: dict | None = None,
+        *,
+        wait: bool = True,
+        torch: bool = True,
     ) -> None:
+        """`torch`: whether the template imports torch before it forks (warmup.TORCH_PRELOAD)."""
         self.peak_rss_mb, self._info = 0.0, None
+        self.torch = torch
         self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
         self._unanswered: list[socket.socket] = []
         self._launched_in_sandbox: SandboxSettings | None = None  # until it says it listens
@@ -124,7 +131,7 @@ class Zygote:
         config.update(kernel_uid=uid, scratch_mb=settings.scratch_mb)
         config.update(shown=shown_paths(settings) if sandbox else [])
         config.update(parent=os.getpid())  # unsandboxed, the zygote ends when this process does
-        config.update(speedups=speedups.setting())
+        config.update(speedups=speedups.setting(), torch=self.torch)
         env = {**os.environ, **SINGLE_THREAD_ENV, **QUIET_ENV}
         if sandbox:  # the zygote's environment is every kernel's /proc/self/environ
             env = kernel_environment(env, {**SINGLE_THREAD_ENV, **QUIET_ENV})
@@ -172,11 +179,11 @@ class Zygote:
             cls._current = None
 
     @classmethod
-    def start_soon(cls, sandbox: dict | None = None) -> None:
+    def start_soon(cls, sandbox: dict | None = None, *, torch: bool = True) -> None:
         """Start this process's zygote, if it has none, without waiting for it to listen: the
         caller gets on with its own imports meanwhile; `current()` waits."""
         if cls._current is None and not os.environ.get(ZYGOTE_ENV):
-            cls._current = Zygote(sandbox=sandbox, wait=False)
+            cls._current = Zygote(sandbox=sandbox, wait=False, torch=torch)
             atexit.register(cls._current.stop)
 
     @classmethod

@@ -18,9 +18,10 @@ from autograder.grade.speedups.catalog import BY_NAME, SPEEDUPS, SpeedUp
 
 ENV = "HOOKLAB_SPEEDUPS"
 # command: the grading process; worker: a grading worker (nbclient); template: a kernel
-# template, before its imports (kernels inherit what it installs); figures: a template once
-# matplotlib.pyplot is imported; kernel: a forked kernel, once its application is made.
-ROLES = ("command", "worker", "template", "figures", "kernel")
+# template, before its imports (kernels inherit what it installs); torch: a template of a
+# course that uses torch, before torch is imported; figures: a template once matplotlib.pyplot
+# is imported; kernel: a forked kernel, once its application is made.
+ROLES = ("command", "worker", "template", "torch", "figures", "kernel")
 
 _installed: set[str] = set()
 _said: set[str] = set()  # lines this process (or the one it was forked from) has printed

@@ -136,7 +136,7 @@ SPEEDUPS: tuple[SpeedUp, ...] = (
         "dynamo-on-demand",
         "torch._dynamo, imported by every eager optimizer",
         {"torch": ">=2.13,<2.14"},
-        {"template": "dynamo_on_demand:install"},
+        {"torch": "dynamo_on_demand:install"},
     ),
     SpeedUp(
         "kept-traceback-sources",
