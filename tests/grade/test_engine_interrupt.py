@@ -47,6 +47,13 @@ def _kernel_busy(grader: psutil.Process) -> bool:
     return False
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """In the command's process, before it starts: Ctrl-C neither ignored nor blocked, as a
+    shell's foreground job has it, whatever this test's process inherited or set."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def interrupted_twice(tmp_path_factory):
     root = tmp_path_factory.mktemp("interrupt-course")
@@ -67,6 +74,7 @@ def interrupted_twice(tmp_path_factory):
         text=True,
         start_new_session=True,  # a process group of its own, as a terminal's job
         env=env,
+        preexec_fn=_sigint_as_at_a_terminal,
     )
     deadline = time.monotonic() + 120
     watched = psutil.Process(grader.pid)

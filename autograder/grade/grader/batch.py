@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
@@ -176,7 +177,7 @@ def _stage_ahead(
         complete = False
         try:
             for _ in range(total):
-                yield finished.get().result()
+                yield _awake(lambda timeout: finished.get(timeout=timeout)).result()
             complete = True
         finally:
             if not complete:  # Ctrl-C, or the caller stopped: grade no more than is running
@@ -190,11 +191,25 @@ def _stage_ahead(
                 on_stop()
                 running = [future for future in grading if not future.done()]
                 try:
-                    wait(running)
+                    _awake(lambda timeout: not wait(running, timeout).not_done)
                 except KeyboardInterrupt:  # Ctrl-C again: do not wait for them
                     abandon()
                     wait(running)  # each unstages itself (Batch.finish), now quickly
                     raise
+
+
+def _awake(waiting: Callable[[float], Any]) -> Any:
+    """What `waiting(timeout)` returns once that is true, asked again every half second while it
+    is false or raises queue.Empty. Python runs a signal's handler (Ctrl-C's KeyboardInterrupt)
+    on the main thread, and only when that thread runs: blocked in a lock for a notebook that
+    takes minutes, it would not run it if the signal had woken another thread."""
+    while True:
+        try:
+            result = waiting(0.5)
+        except queue.Empty:
+            continue
+        if result:
+            return result
 
 
 def _has_submission(db_url: str, assignment: str, student: str) -> bool:
