@@ -72,10 +72,12 @@ def course_uses_torch(root: Path, config: Config) -> bool:
                 cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
             except (OSError, ValueError, AttributeError):
                 return True
-            for cell in cells:
-                source = cell.get("source", "") if isinstance(cell, dict) else ""
+            for cell in cells if isinstance(cells, list) else []:
+                if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                    continue
+                source = cell.get("source", "")
                 source = "".join(source) if isinstance(source, list) else str(source)
-                if cell.get("cell_type") == "code" and USES_TORCH.search(source):
+                if USES_TORCH.search(source):
                     return True
     return not found
 

@@ -37,9 +37,9 @@ PRELOAD = (
     "torch._subclasses.schema_check_mode",
     "autograder.widgets.hints",
 )
-# What only a course whose notebooks use torch (Hooklab's do, and its checks) needs: in a course
-# without it, a kernel starts without torch, as under stock nbgrader (`'torch' in sys.modules`
-# is False there), and the template saves torch's second of CPU and 145 MB.
+# What only a course whose notebooks use torch needs (Hooklab's, whose checks use it too): in
+# another course a kernel starts without torch, as under stock nbgrader (`'torch' in
+# sys.modules` is False there), and the template saves torch's second of CPU and 145 MB.
 TORCH_PRELOAD = (
     "torch",
     "torch._subclasses.schema_check_mode",
