@@ -75,6 +75,14 @@ def test_a_course_without_notebooks_to_read_and_hooklabs_own_course_use_torch(tm
     assert course_uses_torch(ROOT, load_config(ROOT)) is True
 
 
+@pytest.mark.parametrize(("text", "uses"), [("{not json", True), ('{"cells": ["x", 3]}', False)])
+def test_a_notebook_it_cannot_read_means_torch_and_odd_cells_are_passed_over(tmp_path, text, uses):
+    root = _course(tmp_path, "import math")
+    (root / "release" / "hw").mkdir(parents=True)
+    (root / "release" / "hw" / "odd.ipynb").write_text(text)
+    assert course_uses_torch(root, load_config(root)) is uses
+
+
 @pytest.mark.nbgrader
 def test_a_kernel_of_a_course_without_torch_has_none_and_can_still_import_it(tmp_path):
     root = _course(tmp_path, "import sys\nprint('torch' in sys.modules)")
