@@ -13,9 +13,11 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from autograder.grade.kernels.warmup import TORCH_PACKAGES
+
 # A worker spends much of its time waiting for its kernel: one more than the cores keeps them busy.
 DEFAULT_JOBS = (os.cpu_count() or 1) + 1
-USES_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|autograder)\b", re.MULTILINE)
+USES_TORCH = re.compile(rf"^\s*(?:import|from)\s+(?:{'|'.join(TORCH_PACKAGES)})\b", re.MULTILINE)
 
 
 def load_config(root: Path, db_url: str | None = None, parsed: Config | None = None) -> Config:
@@ -63,23 +65,26 @@ def course_uses_torch(root: Path, config: Config) -> bool:
     """Whether a notebook of the course's source or release folder imports torch, or Hooklab's
     checks (which use it); True too when neither folder holds a notebook, as nothing says no.
     A course it misses still grades correctly: its kernels import torch themselves."""
-    found = False
-    for trait, default in (("source_directory", "source"), ("release_directory", "release")):
-        folder = root / config.CourseDirectory.get(trait, default)
-        for path in sorted(folder.glob("*/*.ipynb")):
-            found = True
-            try:
-                cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-            except (OSError, ValueError, AttributeError):
+    notebooks = [
+        path
+        for trait, default in (("source_directory", "source"), ("release_directory", "release"))
+        for path in sorted((root / config.CourseDirectory.get(trait, default)).glob("*/*.ipynb"))
+    ]
+    return not notebooks or any(_imports_torch(path) for path in notebooks)
+
+
+def _imports_torch(notebook: Path) -> bool:
+    """Whether a code cell of `notebook` imports TORCH_PACKAGES; True when it cannot be read."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return True
+    for cell in cells if isinstance(cells, list) else []:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            if USES_TORCH.search("".join(source) if isinstance(source, list) else str(source)):
                 return True
-            for cell in cells if isinstance(cells, list) else []:
-                if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-                    continue
-                source = cell.get("source", "")
-                source = "".join(source) if isinstance(source, list) else str(source)
-                if USES_TORCH.search(source):
-                    return True
-    return not found
+    return False
 
 
 def sandbox_settings(config: Config) -> dict | None:

@@ -37,13 +37,18 @@ def explain_in(shell: Any) -> bool:
 
 def show(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list:
     """Show the error as IPython would, without PyTorch's frames and with its cause, once."""
-    if not hasattr(value, "_render_traceback_"):  # errors that render themselves stay as they are
-        kept, left_out = without_torch(tb)
-        if left_out:
-            shortened = _Shortened(shell, etype, value, kept, left_out, tb_offset)
-            # An exception type without a __dict__ is shown in full.
-            with contextlib.suppress(AttributeError):
-                value._render_traceback_ = shortened
+    kept, left_out = without_torch(tb)
+    if left_out and not hasattr(value, "_render_traceback_"):  # others render themselves
+
+        def shortened() -> list[str]:
+            value.__dict__.pop("_render_traceback_", None)  # once: `%tb` then shows it all
+            formatter = shell.InteractiveTB
+            lines = formatter.structured_traceback(etype, value, kept, tb_offset=tb_offset)
+            return [*lines, "", *_explanation(value, left_out)]
+
+        # An exception type without a __dict__ is shown in full.
+        with contextlib.suppress(AttributeError):
+            value._render_traceback_ = shortened
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
     return []
 
@@ -61,27 +66,15 @@ def without_torch(tb: types.TracebackType | None) -> tuple[types.TracebackType |
     return shortened, len(frames) - len(kept)
 
 
-class _Shortened:
-    """The short rendering, used once: `%tb` afterwards renders the whole traceback again."""
-
-    def __init__(self, shell, etype, value, kept, left_out, tb_offset) -> None:
-        self.shell, self.etype, self.value = shell, etype, value
-        self.kept, self.left_out, self.tb_offset = kept, left_out, tb_offset
-
-    def __call__(self) -> list[str]:
-        self.value.__dict__.pop("_render_traceback_", None)
-        lines = self.shell.InteractiveTB.structured_traceback(
-            self.etype, self.value, self.kept, tb_offset=self.tb_offset
-        )
-        lines = [*lines, ""]
-        lines.append(
-            ngettext(
-                "({count} frame inside PyTorch left out; `%tb` shows it)",
-                "({count} frames inside PyTorch left out; `%tb` shows them)",
-                self.left_out,
-            ).format(count=self.left_out)
-        )
-        cause = cause_of(self.value)
-        if cause:
-            lines.append(_("What this usually means: {cause}").format(cause=cause))
-        return lines
+def _explanation(error: BaseException, left_out: int) -> list[str]:
+    lines = [
+        ngettext(
+            "({count} frame inside PyTorch left out; `%tb` shows it)",
+            "({count} frames inside PyTorch left out; `%tb` shows them)",
+            left_out,
+        ).format(count=left_out)
+    ]
+    cause = cause_of(error)
+    if cause:
+        lines.append(_("What this usually means: {cause}").format(cause=cause))
+    return lines

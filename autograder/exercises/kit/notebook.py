@@ -34,8 +34,9 @@ _CODE = re.compile(r"`([^`]+)`")
 _objects = exercise_objects.follow_cells()
 # ...an error that PyTorch raised from a hook in any cell says its cause (cell_errors.py), and
 # an untouched stub's `...` shows no `Ellipsis` (quiet_stubs.py).
-cell_errors.explain_in(kernel_shell())
-quiet_stubs.quiet_in(kernel_shell())
+_shell = kernel_shell()
+cell_errors.explain_in(_shell)
+quiet_stubs.quiet_in(_shell)
 
 
 def check(

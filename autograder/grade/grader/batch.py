@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
@@ -42,6 +41,7 @@ from autograder.grade.worker.pipeline import NotebookJob, NotebookResult
 from autograder.grade.worker.verify import course_secret
 
 Dispatch = Callable[[NotebookJob], NotebookResult]
+WAKE = 0.5  # seconds the main thread waits for results at a time, so that Ctrl-C is acted on
 
 
 @dataclass
@@ -177,7 +177,7 @@ def _stage_ahead(
         complete = False
         try:
             for _ in range(total):
-                yield _awake(lambda timeout: finished.get(timeout=timeout)).result()
+                yield _next(finished).result()
             complete = True
         finally:
             if not complete:  # Ctrl-C, or the caller stopped: grade no more than is running
@@ -191,25 +191,22 @@ def _stage_ahead(
                 on_stop()
                 running = [future for future in grading if not future.done()]
                 try:
-                    _awake(lambda timeout: not wait(running, timeout).not_done)
+                    while wait(running, timeout=WAKE).not_done:
+                        pass  # awake for a second Ctrl-C (see _next)
                 except KeyboardInterrupt:  # Ctrl-C again: do not wait for them
                     abandon()
                     wait(running)  # each unstages itself (Batch.finish), now quickly
                     raise
 
 
-def _awake(waiting: Callable[[float], Any]) -> Any:
-    """What `waiting(timeout)` returns once that is true, asked again every half second while it
-    is false or raises queue.Empty. Python runs a signal's handler (Ctrl-C's KeyboardInterrupt)
-    on the main thread, and only when that thread runs: blocked in a lock for a notebook that
-    takes minutes, it would not run it if the signal had woken another thread."""
+def _next(finished: queue.SimpleQueue[Future]) -> Future:
+    """The next finished submission, waking every WAKE seconds meanwhile. Python runs a
+    signal's handler (Ctrl-C's KeyboardInterrupt) on the main thread, and only when that thread
+    runs: blocked in a lock for a notebook that takes minutes, it would not run it if the signal
+    had woken another thread."""
     while True:
-        try:
-            result = waiting(0.5)
-        except queue.Empty:
-            continue
-        if result:
-            return result
+        with contextlib.suppress(queue.Empty):
+            return finished.get(timeout=WAKE)
 
 
 def _has_submission(db_url: str, assignment: str, student: str) -> bool:

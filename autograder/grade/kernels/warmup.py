@@ -37,15 +37,11 @@ PRELOAD = (
     "torch._subclasses.schema_check_mode",
     "autograder.widgets.hints",
 )
-# What only a course whose notebooks use torch needs (Hooklab's, whose checks use it too): in
-# another course a kernel starts without torch, as under stock nbgrader (`'torch' in
-# sys.modules` is False there), and the template saves torch's second of CPU and 145 MB.
-TORCH_PRELOAD = (
-    "torch",
-    "torch._subclasses.schema_check_mode",
-    "autograder.exercises.kit.notebook",
-    "autograder.widgets.hints",
-)
+# The packages of PRELOAD that only a course whose notebooks use torch needs (Hooklab's checks
+# use it too): in another course a kernel starts without torch, as under stock nbgrader
+# (`'torch' in sys.modules` is False there), and the template saves torch's second of CPU and
+# 145 MB. settings.course_uses_torch looks for imports of these.
+TORCH_PACKAGES = ("torch", "autograder")
 # ipykernel makes the inline backend matplotlib's default by setting this before any notebook
 # code runs; matplotlib reads it when imported, so it must be set before the preload does.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -53,8 +49,8 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 def preload(control_dir: str | None = None, *, torch: bool = True) -> dict:
     """Import, once, what every kernel and every notebook of the course needs (after the
-    template's speed-ups are installed); without `torch`, not TORCH_PRELOAD. With
-    `control_dir`, and the kept-traceback-sources speed-up installed, the traceback warm-up
+    template's speed-ups are installed); without `torch`, not the modules of TORCH_PACKAGES.
+    With `control_dir`, and the kept-traceback-sources speed-up installed, the traceback warm-up
     (through torch's code) starts from the sources a previous run parsed (and keeps what it
     parsed for the next one). Returns how many files it read from there and whether it is
     writing a new file."""
@@ -64,15 +60,12 @@ def preload(control_dir: str | None = None, *, torch: bool = True) -> dict:
 
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     for module in PRELOAD:
-        if torch or module not in TORCH_PRELOAD:
+        if torch or module.partition(".")[0] not in TORCH_PACKAGES:
             importlib.import_module(module)
-    if not torch:
-        read_kernel_stack_sources()
-        register_modules()
-        return {"read": 0, "writing": False}
-    keep = bool(control_dir) and traceback_cache.installed()
+    keep = torch and bool(control_dir) and traceback_cache.installed()
     read = traceback_cache.read(control_dir) if keep else set()
-    warm_traceback_caches()
+    if torch:
+        warm_traceback_caches()
     read_kernel_stack_sources()
     register_modules()
     writing = keep and traceback_cache.write_if_new(control_dir, read)
