@@ -3,10 +3,13 @@ with every autograded notebook, and nothing half-written left behind?"""
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -14,6 +17,7 @@ from golden import expected_scores, make_course, submit_cases
 from nbgrader.api import Gradebook
 
 from autograder import course, gradebook
+from autograder.grade import run_folders
 from autograder.grade.kernels.template_client import ZYGOTE_ENV
 
 pytestmark = pytest.mark.nbgrader
@@ -49,28 +53,47 @@ def _kill_once(grader: subprocess.Popen, progressed) -> None:
     grader.wait()
 
 
+def _run_folders(temporary) -> list[str]:
+    return sorted(path.name for path in temporary.glob(f"{run_folders.PREFIX}*"))
+
+
 @pytest.fixture(scope="module")
 def killed_and_rerun(tmp_path_factory):
     root = tmp_path_factory.mktemp("durability-course")
     make_course(root, [ASSIGNMENT])
     submit_cases(root, ASSIGNMENT, CASES)
-    _kill_once(_autograde(root), lambda: _done(root))
+    # A temporary folder of their own, to see what the killed run leaves there (under /tmp:
+    # pytest's own folders are too deep for the kernels' sockets).
+    temporary = Path(tempfile.mkdtemp(prefix="durability-", dir="/tmp"))
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    env.pop(ZYGOTE_ENV, None)
+    _kill_once(_autograde(root, env=env), lambda: _done(root))
     done_when_killed = _done(root)
+    left_by_the_kill = _run_folders(temporary)
     rerun = subprocess.run(
         [sys.executable, "-m", "autograder", "--root", str(root), "autograde", ASSIGNMENT],
         capture_output=True,
         text=True,
+        env=env,
     )
-    return root, done_when_killed, rerun
+    yield root, done_when_killed, rerun, left_by_the_kill, _run_folders(temporary)
+    shutil.rmtree(temporary, ignore_errors=True)
 
 
 def test_the_grader_was_killed_half_way(killed_and_rerun):
-    _, done_when_killed, _ = killed_and_rerun
+    _, done_when_killed, *_ = killed_and_rerun
     assert 1 <= len(done_when_killed) < len(CASES)
 
 
+def test_the_rerun_removes_the_folders_the_killed_run_left_in_tmp(killed_and_rerun):
+    *_, left_by_the_kill, left_after_the_rerun = killed_and_rerun
+    kinds = {name.split("-")[1] for name in left_by_the_kill}
+    assert {"zygote", "verdicts"} <= kinds, left_by_the_kill
+    assert left_after_the_rerun == []
+
+
 def test_the_rerun_grades_the_rest_and_every_grade_is_the_golden_one(killed_and_rerun):
-    root, _, rerun = killed_and_rerun
+    root, _, rerun, *_ = killed_and_rerun
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     scores = gradebook.scores(course.gradebook_url(root), ASSIGNMENT)
     for case in CASES:
@@ -79,7 +102,7 @@ def test_the_rerun_grades_the_rest_and_every_grade_is_the_golden_one(killed_and_
 
 
 def test_one_submission_per_student_and_one_autograded_notebook_each(killed_and_rerun):
-    root, _, _ = killed_and_rerun
+    root, *_ = killed_and_rerun
     with Gradebook(course.gradebook_url(root)) as gb:
         submissions = gb.find_assignment(ASSIGNMENT).submissions
         assert sorted(s.student.id for s in submissions) == sorted(CASES)

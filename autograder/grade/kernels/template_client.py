@@ -10,15 +10,13 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from autograder.grade import speedups
+from autograder.grade import run_folders, speedups
 from autograder.grade.kernels.template import NOT_ISOLATED, QUIET_ENV, SINGLE_THREAD_ENV
 from autograder.grade.sandbox.bwrap import (
     SANDBOX_ENV,
@@ -66,7 +64,8 @@ class Zygote:
             self.run_dir = str(Path(path).parent.parent)
             return
         settings = SandboxSettings.from_dict(sandbox)
-        self.dir = self.run_dir = tempfile.mkdtemp(prefix="hooklab-zygote-")
+        run_folders.sweep()  # what a killed run left: a zygote's folder holds ~13 MB
+        self.dir = self.run_dir = run_folders.make("zygote")
         for folder in (self.dir, f"{self.dir}/control", f"{self.dir}/kernels"):
             os.makedirs(folder, exist_ok=True)
             os.chmod(folder, 0o711)  # kernels (another user) reach their own folder only
@@ -269,4 +268,4 @@ class Zygote:
                 self.process.kill()
         if speedups.wanted("kept-traceback-sources"):
             traceback_cache.keep(os.path.dirname(self.path))
-        shutil.rmtree(self.dir, ignore_errors=True)
+        run_folders.remove(self.dir)

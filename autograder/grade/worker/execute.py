@@ -4,10 +4,10 @@ and error capture are exactly those of `nbgrader autograde`."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +18,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
-from autograder.grade import speedups
+from autograder.grade import run_folders, speedups
 from autograder.grade.kernels.provisioner import WarmKernelManager
 from autograder.grade.kernels.template_client import Zygote
 from autograder.grade.sandbox.limits import Limits
@@ -181,8 +181,8 @@ def run_in_warm_kernel(
         guard.prepare(nb, executor)
     death = ""
     language = notebook_language(nb)  # the notes written into the notebook are in its language
-    with tempfile.TemporaryDirectory(prefix="hooklab-run-") as scratch:
-        path = cwd if os.path.isdir(cwd) else scratch
+    # nbgrader runs the kernel in the submission's folder; a folder of its own when that is gone.
+    with contextlib.nullcontext(cwd) if os.path.isdir(cwd) else run_folders.folder("run") as path:
         try:
             executor.preprocess(nb, {"metadata": {"path": path}})
         except DeadKernelError:

@@ -27,11 +27,11 @@ import hmac
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
+from autograder.grade import run_folders
 from autograder.grade.verifier.protocol import Verdict
 
 MAX_KEPT = 20_000  # exercises in memory; a batch far larger than any class starts afresh past it
@@ -60,7 +60,7 @@ def key(shared: list[str], exercise: dict, language: str, timeout: float) -> str
 def shared_folder() -> Iterator[Path]:
     """A folder, removed afterwards, where the workers forked inside this block share verdicts."""
     global _folder
-    with tempfile.TemporaryDirectory(prefix="hooklab-verdicts-") as folder:
+    with run_folders.folder("verdicts") as folder:
         _folder = Path(folder)
         try:
             yield _folder
