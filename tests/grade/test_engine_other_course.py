@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,8 @@ def test_a_kernel_of_a_course_without_torch_has_none_and_can_still_import_it(tmp
     submitted = root / "submitted" / "s1" / "hw"
     submitted.mkdir(parents=True)
     nbformat.write(released, submitted / "hw.ipynb")
+    stock_root = tmp_path.parent / f"{tmp_path.name}-stock"
+    shutil.copytree(root, stock_root)
     env = {k: v for k, v in os.environ.items() if k != ZYGOTE_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(":")
     command = [sys.executable, "-m", "autograder", "autograde", "hw"]
@@ -108,3 +111,16 @@ def test_a_kernel_of_a_course_without_torch_has_none_and_can_still_import_it(tmp
         "".join(o.get("text", "")) for cell in graded["cells"] for o in cell.get("outputs", [])
     ]
     assert printed == ["False\n", "3.0\n"], printed
+    # The course folder is left as nbgrader's own autograde leaves it: the same files, and no
+    # key of Hooklab's in the autograded notebook.
+    stock = subprocess.run(
+        [str(BIN / "nbgrader"), "autograde", "hw"], cwd=stock_root, capture_output=True
+    )
+    assert stock.returncode == 0, stock.stderr.decode()[-2000:]
+    assert _files(root) == _files(stock_root)
+    stock_graded = json.loads((stock_root / "autograded" / "s1" / "hw" / "hw.ipynb").read_text())
+    assert graded["metadata"].keys() == stock_graded["metadata"].keys()
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*"))

@@ -266,8 +266,9 @@ class Batch:
         self.plain_config = plain_config(self.config)
         self.snapshot: GradebookSnapshot | None = None
         self.preload: list[str] = []
-        # Only a course of Hooklab's exercises gets a secret file; another course's notebooks
-        # have no seeded checks, and its folder is left as nbgrader would leave it.
+        # Only a course of Hooklab's exercises gets a secret file and notes for the reports;
+        # another course's notebooks have no seeded checks, and its folder is left as nbgrader
+        # would leave it.
         self.hooklabs = assignment in COURSE_ORDER
         configured = self.config.Verify.get("secret", "")
         if self.hooklabs:
@@ -401,7 +402,10 @@ class Batch:
 
     def _noted(self, result: SubmissionResult) -> SubmissionResult:
         """`result`, its status and notes kept in the course root for the reports (notes.py); a
-        file that cannot be written is a note of the result itself."""
+        file that cannot be written is a note of the result itself. Another course has no such
+        reports: its folder is left as nbgrader leaves it."""
+        if not self.hooklabs:
+            return result
         notes = tuple(result.notes)
         record = SubmissionNotes(result.student, result.assignment, result.status, notes)
         try:

@@ -209,7 +209,8 @@ class Guard:
                 name = cell.metadata["nbgrader"].get("grade_id", cell.get("id"))
                 flags.append(f"{FLAG}: cell {name} gets 0: {reason}")
                 cell.outputs = [_flag_output(name, tr(reason), tr)]
-        nb.metadata.setdefault("hooklab", {})["flags"] = flags
+        if flags:  # no key of ours in a notebook that has nothing to say (as nbgrader's own)
+            nb.metadata.setdefault("hooklab", {})["flags"] = flags
         return flags
 
     def _exercise_verdict(
