@@ -28,10 +28,11 @@ READY = b"locked"  # written once the maker holds the lock
 # right there. Only a folder that old is taken for a dead one.
 UNLOCKED_FOR = 24 * 3600.0
 
-# The kernels' sockets lie in the zygote's folder (kernels/k<8>/ipc-<n>), and a Unix socket's
-# path holds at most 107 bytes: under a long temporary folder (a deep TMPDIR) they would not fit.
+# The kernels' and verifiers' sockets lie in the zygote's folder (kernels/k*/ipc-<n>, the longest
+# kernels/v*/verifier.sock), and a Unix socket's path holds at most 107 bytes: under a long
+# temporary folder (a deep TMPDIR) they would not fit.
 SOCKET_PATH_MAX = 107
-BELOW_ZYGOTE_FOLDER = len("/hooklab-zygote-12345678/kernels/k12345678/ipc-12345")
+BELOW_ZYGOTE_FOLDER = len("/hooklab-zygote-12345678/kernels/v12345678/verifier.sock")
 SHORT = "/tmp"
 
 _held: dict[str, int] = {}  # folder -> the open lock file that keeps it in use
@@ -43,7 +44,12 @@ def make(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown kind of run folder: {kind!r}")
     path = tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=_parent(kind))
-    descriptor = os.open(os.path.join(path, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        descriptor = os.open(os.path.join(path, LOCK), flags, 0o600)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)  # without a lock file no sweep would remove it
+        raise
     fcntl.flock(descriptor, fcntl.LOCK_SH)
     os.write(descriptor, READY)
     _held[path] = descriptor

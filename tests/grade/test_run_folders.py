@@ -124,7 +124,7 @@ def test_a_temporary_folder_too_long_for_the_kernels_sockets_puts_the_zygotes_in
     with run_folders.folder("zygote") as zygote, run_folders.folder("verdicts") as verdicts:
         assert os.path.dirname(zygote) == "/tmp"
         assert os.path.dirname(verdicts) == str(deep)
-        longest = os.path.join(zygote, "kernels", "k12345678", "ipc-12345")
+        longest = os.path.join(zygote, "kernels", "v12345678", "verifier.sock")
         assert len(longest) <= run_folders.SOCKET_PATH_MAX
     monkeypatch.setattr(run_folders, "SHORT", str(tmp_path / "none"))
     with pytest.raises(RuntimeError, match="set TMPDIR to a shorter one"):
