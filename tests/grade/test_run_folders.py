@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -38,8 +39,8 @@ def _end(process: subprocess.Popen) -> None:
 
 def test_a_folder_whose_maker_was_killed_is_swept(tmp_path):
     maker, path = _maker(tmp_path)
-    (tmp_path / path / "kernels").mkdir()
-    (tmp_path / path / "kernels" / "big").write_bytes(b"x" * 4096)
+    (Path(path) / "kernels").mkdir()
+    (Path(path) / "kernels" / "big").write_bytes(b"x" * 4096)
     assert run_folders.sweep(str(tmp_path)) == []  # its maker lives
     assert os.path.isdir(path)
     _end(maker)
