@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 PREFIX = "hooklab-"
 KINDS = ("zygote", "verdicts", "run")
+NAMES = tuple(f"{PREFIX}{kind}-" for kind in KINDS)  # what a run folder's name starts with
 LOCK = ".in-use"
 READY = b"locked"  # written once the maker holds the lock
 # A lock file still empty: its maker is between creating and locking it (microseconds), or died
@@ -97,7 +98,7 @@ def sweep(where: str | None = None) -> list[str]:
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith(tuple(f"{PREFIX}{kind}-" for kind in KINDS)) and _left(entry):
+            if entry.name.startswith(NAMES) and _left(entry):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
     return removed

@@ -52,7 +52,7 @@ class Zygote:
         wait: bool = True,
         torch: bool = True,
     ) -> None:
-        """`torch`: whether the template imports torch before it forks (warmup.TORCH_PRELOAD)."""
+        """`torch`: whether the template imports torch before it forks (warmup.TORCH_PACKAGES)."""
         self.peak_rss_mb, self._info = 0.0, None
         self.torch = torch
         self._templates: dict[tuple[str, ...], str] = {}  # modules -> template socket
